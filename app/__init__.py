@@ -1,0 +1,1 @@
+"""rewake's service: settings, database, domain rules, HTTP API, sweeper, executors, CLI."""

@@ -1,0 +1,175 @@
+"""Pure parsing of AI coding CLI output into a Verdict.
+
+    >>> from datetime import datetime, timezone
+    >>> verdict = parse(
+    ...     "You've hit your session limit · resets 5:40pm (Europe/Berlin)",
+    ...     observed_at=datetime(2026, 7, 19, 13, 5, tzinfo=timezone.utc),
+    ... )
+    >>> verdict.kind, verdict.reset_at.isoformat(), verdict.form
+    ('provider_quota', '2026-07-19T15:40:00+00:00', 'named_zone')
+
+`parse` never reads the clock, the network or the disk, and never raises on odd text: any
+string gives a Verdict. It raises ValueError only for a naive `observed_at` or an unknown
+`provider`.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from parsers import claude, codex, gemini, structured
+from parsers.decide import decide
+from parsers.findings import Context, Finding
+from parsers.text import Text, normalize
+from parsers.verdict import PROVIDERS, REFUSAL_CODES, Evidence, Provider, Refusal, Verdict
+
+__all__ = ["PROVIDERS", "REFUSAL_CODES", "Evidence", "Refusal", "Verdict", "parse"]
+
+_SCANNERS = {"claude": claude.scan, "codex": codex.scan, "gemini": gemini.scan}
+
+_MARKERS: dict[Provider, re.Pattern[str]] = {
+    "claude": re.compile(
+        r"Claude|Anthropic|anthropic|claude\.(?:ai|com)|/login|/upgrade|/extra-usage|✻|⎿"
+        r"|rate_limit_event|\"req_011|Opus|Sonnet|[Rr]esets [^\n]{0,30}\([A-Z][a-z]+/[A-Za-z_]+\)"
+    ),
+    "codex": re.compile(
+        r"Codex|codex|chatgpt\.com|openai|OpenAI|platform\.openai|🖐|■|/status for a breakdown"
+        r"|usage_limit_reached|thread\.started"
+    ),
+    "gemini": re.compile(
+        r"[Gg]emini|googleapis|goo\.gle|ai\.google\.dev|/stats|/auth\b|Code Assist"
+        r"|RESOURCE_EXHAUSTED|⚡"
+    ),
+}
+
+
+def parse(
+    text: str,
+    *,
+    observed_at: datetime,
+    zone: str | None = None,
+    provider: str | None = None,
+) -> Verdict:
+    """Why the run stopped and when it may resume, from the CLI's output.
+
+    observed_at: aware instant at which the CLI printed the text (or the latest it can have).
+    zone: IANA zone of the machine that ran the CLI; None means unknown, and a time that needs
+        it is then refused, never filled from the server's zone.
+    provider: "claude", "codex", "gemini", or None to detect it.
+    """
+    if observed_at.tzinfo is None or observed_at.utcoffset() is None:
+        raise ValueError("observed_at must be an aware datetime")
+    if provider is not None and provider not in PROVIDERS:
+        raise ValueError(f"unknown provider {provider!r}; expected one of {PROVIDERS}")
+    if not isinstance(text, str):
+        raise TypeError("text must be a str")
+    ctx = Context(observed_at=observed_at, zone=zone)
+    source = normalize(text)
+    found = _scan(source, ctx, provider)
+    decision = decide(found)
+    chosen = decision.finding
+    given: Provider | None = provider  # type: ignore[assignment]
+    if chosen is None:
+        return Verdict(kind="none", provider=given or _detect(source.norm))
+    verdict_provider = given or chosen.provider or _detect(source.norm)
+    evidence = _evidence(source, chosen, decision.episode_start)
+    refusal = decision.refusal or chosen.refusal
+    reset = None if decision.refusal else chosen.reset
+    if chosen.role in ("warning", "went_on"):
+        return Verdict(kind="none", provider=verdict_provider, evidence=evidence)
+    if chosen.kind != "provider_quota":
+        refusal = None
+    return Verdict(
+        kind=chosen.kind,
+        provider=verdict_provider,
+        reset_at=reset.at if reset else None,
+        resolution_s=reset.resolution_s if reset else None,
+        form=reset.form if reset else None,
+        refusal=refusal,
+        scope=chosen.scope,
+        retry_after_s=chosen.retry_after_s,
+        native_auto_continue=chosen.native_auto_continue and reset is not None,
+        login_command=chosen.login_command if chosen.kind == "login_required" else None,
+        evidence=evidence,
+    )
+
+
+def _scan(source: Text, ctx: Context, provider: str | None) -> list[Finding]:
+    """Findings from JSON lines first, then from the text with those lines hidden."""
+    read = structured.read(source.norm, ctx)
+    found = list(read.findings)
+    scanners = [_SCANNERS[provider]] if provider else list(_SCANNERS.values())
+    if read.spans:
+        hidden = list(source.norm)
+        for start, end in read.spans:
+            hidden[start:end] = " " * (end - start)
+        text_view = Text(
+            original=source.original,
+            norm="".join(hidden),
+            _runs_norm=source._runs_norm,
+            _runs_orig=source._runs_orig,
+        )
+    else:
+        text_view = source
+    for scan in scanners:
+        found.extend(scan(text_view, ctx))
+    for message in read.messages:
+        inner = normalize(message.text)
+        inner_scanners = (
+            [_SCANNERS[provider]]
+            if provider
+            else [_SCANNERS[message.provider]]
+            if message.provider
+            else scanners
+        )
+        for scan in inner_scanners:
+            for finding in scan(inner, ctx):
+                found.append(_place(source, message, inner, finding))
+    return found
+
+
+def _place(
+    source: Text, message: structured.Message, inner: Text, finding: Finding
+) -> Finding:
+    """A finding from a JSON string, placed at its JSON line; its evidence is the same words in
+    the original line when they appear there unescaped, else the whole line."""
+    words = inner.norm[finding.start : finding.end].strip()
+    line = source.norm[message.line_start : message.line_end]
+    at = line.find(words) if words else -1
+    if at >= 0:
+        start = message.line_start + at
+        span = source.original_span(start, start + len(words))
+    else:
+        span = source.original_span(message.line_start, message.line_end)
+    return finding.moved(message.line_start, message.line_end, span)
+
+
+#: How far evidence for a failure or warning reaches beyond its phrase, within its line.
+_EVIDENCE_REACH = 240
+
+
+def _evidence(source: Text, finding: Finding, episode_start: int | None) -> Evidence:
+    """The words the verdict rests on: a banner with its reset as matched; a failure, warning
+    or banner without a reset with the rest of its lines (within reach), so the status code
+    and wording around it show."""
+    first = min(finding.start, episode_start if episode_start is not None else finding.start)
+    if finding.original_span is not None:
+        start, end = finding.original_span
+    elif finding.role == "stop" and finding.reset is not None:
+        start, end = source.original_span(finding.start, finding.end)
+    else:
+        line_start = max(source.line_start(first), first - _EVIDENCE_REACH)
+        line_end = min(source.line_end(finding.end), finding.end + _EVIDENCE_REACH)
+        start, end = source.original_span(line_start, max(line_end, finding.end))
+    return Evidence(text=source.original[start:end], start=start, end=end)
+
+
+def _detect(norm: str) -> Provider | None:
+    """The CLI whose marks the text carries most often; None when none or a tie."""
+    counts = {name: len(pattern.findall(norm, 0, 200_000)) for name, pattern in _MARKERS.items()}
+    best = max(counts.values())
+    if best == 0:
+        return None
+    winners = [name for name, count in counts.items() if count == best]
+    return winners[0] if len(winners) == 1 else None

@@ -1,0 +1,285 @@
+"""Claude Code's limit messages.
+
+Forms read (the CLI prints 12-hour times in lower case, drops ":00", and names an IANA zone in
+2.x; it prints a date only when the reset is not today, and never a year):
+
+    Claude AI usage limit reached|1755615600                       (epoch, also in `result`)
+    Claude usage limit reached. Your limit will reset at 5pm (Europe/Warsaw).
+    5-hour limit reached ∙ resets 5am                              (1.x, host zone)
+    Opus weekly limit reached ∙ resets Oct 9, 8am.
+    Opus weekly limit reached ∙ resets Oct 24                      (date only: time_not_stated)
+    5-hour limit reached · resets 2pm (Pacific/Auckland) · /upgrade to Max 20x ...
+    You've hit your session limit · resets 11:20am (Europe/Budapest)
+    You've hit your weekly limit · resets Jul 25, 9pm (America/New_York)
+    You've hit your limit · resets Apr 23 at 4pm (America/Recife)
+    You're out of extra usage · resets 1pm (America/Los_Angeles)
+    Credit balance too low · Add funds: ...                        (no_reset)
+    Error: 429 {..."rate_limit_error"...try again later...}       (not_stated)
+    API Error (...) · Retrying in 4 seconds… (attempt 4/10)        (client countdown)
+    Approaching usage limit · resets at 6am                        (a warning: not a stop)
+"""
+
+from __future__ import annotations
+
+import re
+
+from parsers import clock, findings
+from parsers.findings import Context, Finding
+from parsers.grammar import (
+    DURATION,
+    MONTH_NAME,
+    TIME_12,
+    ZONE_IN_PARENS,
+    month_number,
+    read_duration,
+)
+from parsers.text import Text
+from parsers.timeres import Resolved, after_duration, at_epoch, window
+from parsers.verdict import Refusal
+
+PROVIDER = "claude"
+
+_EPOCH = re.compile(
+    r"Claude(?: AI)? usage limit reached[^|\n]{0,80}\|\s{0,2}(?P<epoch>\d{10,13})(?!\d)"
+)
+
+_STOP = re.compile(
+    r"(?P<five_hour>\b5[- ]?hours?\s+limit\s+reached)"
+    r"|(?P<session>\b[Ss]ession\s+limit\s+reached)"
+    r"|(?P<weekly>\b(?:(?:Opus|Sonnet|Fable|Haiku)\s+)?[Ww]eekly\s+limit\s+reached)"
+    r"|(?P<monthly>\b[Mm]onthly\s+limit\s+reached)"
+    r"|(?P<hit>\bYou've\s+hit\s+your\s+"
+    r"(?:(?P<which>session|weekly|monthly|daily|Opus|Sonnet|Fable|Haiku)\s+)?limit\b)"
+    r"|(?P<extra>\bYou're\s+out\s+of\s+extra\s+usage\b)"
+    r"|(?P<legacy>\bClaude(?:\s+AI)?\s+usage\s+limit\s+reached\b)"
+)
+_HIT_SCOPES = {
+    "session": "session",
+    "weekly": "weekly",
+    "monthly": "monthly",
+    "daily": "daily",
+}
+
+_RESET_LEAD = re.compile(
+    r"[.!]?\s{0,4}(?:[·|-]\s{0,4})?(?:Your\s+limit\s+will\s+reset\s+at|[Rr]esets(?:\s+at)?)\s{1,4}"
+)
+_RESET_IN = re.compile(rf"in\s{{1,4}}(?P<duration>{DURATION})")
+_DATE = re.compile(
+    rf"{MONTH_NAME}\s{{1,3}}(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])"
+    r"(?:,?\s{1,3}(?P<year>20\d\d)(?!\d))?"
+)
+_DATE_TIME_SEP = re.compile(r"\s{0,3},\s{0,3}|\s{1,3}at\s{1,3}|\s{1,3}")
+_TIME = re.compile(TIME_12)
+_ZONE = re.compile(r"\s{0,4}" + ZONE_IN_PARENS)
+_NATIVE = re.compile(
+    r"will\s+(?:auto-?)?continue|auto-?continu\w*|continue\s+when\s+(?:the\s+)?limit\s+resets",
+    re.IGNORECASE,
+)
+
+_CREDITS = re.compile(r"Credit balance (?:is )?too low")
+_SPEND = re.compile(
+    r"(?:hit|reached)\s+(?:your\s+)?(?:org(?:anization)?'s\s+)?(?:monthly\s+)?"
+    r"spend(?:ing)?\s+(?:limit|cap)",
+    re.IGNORECASE,
+)
+_RATE_LIMIT_BODY = re.compile(
+    r"\"rate_limit_error\"|This request would exceed your account's rate limit"
+)
+_LIMIT_MENU = re.compile(r"Stop and wait for limit to reset")
+
+_COUNTDOWN = re.compile(
+    r"Retrying\s+in\s+(?P<value>\d{1,6}(?:\.\d{1,3})?)\s?(?:seconds?|secs?|s)\b"
+    r"(?:\s{0,2}(?:…|\.\.\.))?\s{0,3}"
+    r"(?:\(\s{0,2}attempt\s+\d{1,3}\s{0,2}/\s{0,2}\d{1,3}\s{0,2}\)|·\s{0,3}attempt\s+\d{1,3}/\d{1,3})"
+)
+_RATE_LIMITED_ERROR = re.compile(r"\b429\b|rate_limit_error|rate limit", re.IGNORECASE)
+_TRANSIENT = re.compile(
+    r"overloaded_error|\bOverloaded\b|API Error:? \(?5\d\d\b|Internal server error"
+    r"|Repeated 5\d\d|API Error \(Connection error|Connection error\.|fetch failed"
+    r"|server-side issue|API error · Retrying"
+)
+_LOGIN = re.compile(
+    r"Not logged in|(?:Please\s+)?[Rr]un\s+/login|Invalid API key|OAuth token (?:has )?expired"
+    r"|OAuth token (?:has been )?revoked|\"authentication_error\"|Failed to authenticate"
+    r"|require[sd]? authentication"
+)
+_OTHER = re.compile(r"[Pp]rompt is too long|invalid_request_error|Login interrupted")
+_WARNING = re.compile(
+    r"Approaching\s+(?:\w{2,12}\s+)?(?:usage\s+)?limit|limit reached, now using|Usage credits are off"
+)
+_WENT_ON = re.compile(
+    r"^[ \t]{0,8}❯[ \t]{1,3}\S|[Cc]ontinuing\s+automatically|Claude resuming", re.MULTILINE
+)
+
+
+def _reset_clause(
+    norm: str, pos: int, ctx: Context, scope: str | None
+) -> tuple[int, Resolved] | None:
+    """Read "· resets ..." or "Your limit will reset at ..." right after a banner's head."""
+    lead = _RESET_LEAD.match(norm, pos)
+    if lead is None:
+        return None
+    cursor = lead.end()
+    within = _RESET_IN.match(norm, cursor)
+    if within:
+        duration = read_duration(within.group("duration"))
+        if duration is None:
+            return within.end(), Refusal("unparseable", "the reset duration could not be read")
+        return within.end(), after_duration(
+            duration.seconds,
+            ctx.observed_at,
+            resolution_s=duration.resolution_s,
+            limit=window(PROVIDER, scope),
+        )
+    month = day = year = None
+    date = _DATE.match(norm, cursor)
+    if date:
+        month = month_number(date.group("month"))
+        day = int(date.group("day"))
+        year = int(date.group("year")) if date.group("year") else None
+        cursor = date.end()
+        separator = _DATE_TIME_SEP.match(norm, cursor)
+        time = _TIME.match(norm, separator.end()) if separator else None
+    else:
+        time = _TIME.match(norm, cursor)
+    hour = minute = None
+    meridiem = None
+    if time:
+        hour = int(time.group("hour"))
+        minute = int(time.group("minute") or 0)
+        meridiem = time.group("meridiem")
+        cursor = time.end()
+    if not date and not time:
+        return cursor, Refusal("unparseable", "a reset is announced but its time cannot be read")
+    zone = _ZONE.match(norm, cursor)
+    iana = None
+    if zone:
+        iana = zone.group("zone")
+        cursor = zone.end()
+    printed = clock.Printed(
+        hour=hour,
+        minute=minute or 0,
+        meridiem=meridiem,
+        month=month,
+        day=day,
+        year=year,
+        iana=iana,
+        as_printed=norm[lead.end() : cursor],
+    )
+    return cursor, clock.resolve(printed, ctx, PROVIDER, scope)
+
+
+def _scope(match: re.Match[str]) -> str | None:
+    if match.group("five_hour"):
+        return "five_hour"
+    if match.group("session"):
+        return "session"
+    if match.group("weekly"):
+        return "weekly"
+    if match.group("monthly"):
+        return "monthly"
+    if match.group("extra"):
+        return "extra_usage"
+    if match.group("hit"):
+        which = match.group("which")
+        if which is None:
+            return None
+        return _HIT_SCOPES.get(which, "model")
+    return None
+
+
+def scan(text: Text, ctx: Context) -> list[Finding]:
+    """Every Claude Code banner, failure and marker in the text."""
+    norm = text.norm
+    found: list[Finding] = []
+    epoch_spans: list[tuple[int, int]] = []
+    for match in _EPOCH.finditer(norm):
+        epoch_spans.append((match.start(), match.end()))
+        resolved = at_epoch(
+            float(match.group("epoch")),
+            ctx.observed_at,
+            limit=window(PROVIDER, None),
+            form="epoch",
+        )
+        found.append(findings.stop(PROVIDER, match.start(), match.end(), resolved))
+    for match in _STOP.finditer(norm):
+        if any(start <= match.start() < end for start, end in epoch_spans):
+            continue
+        scope = _scope(match)
+        clause = _reset_clause(norm, match.end(), ctx, scope)
+        if clause is None:
+            what = match.group(0)
+            found.append(findings.not_stated(PROVIDER, match.start(), match.end(), scope, what))
+            continue
+        end, resolved = clause
+        line_end = text.line_end(end)
+        next_line_end = text.line_end(min(line_end + 1, len(norm)))
+        native = scope == "five_hour" and bool(_NATIVE.search(norm, end, next_line_end))
+        found.append(
+            findings.stop(
+                PROVIDER,
+                match.start(),
+                end,
+                resolved,
+                scope,
+                native_auto_continue=native,
+            )
+        )
+    for match in _CREDITS.finditer(norm):
+        found.append(findings.no_reset(PROVIDER, match.start(), match.end(), "credits", "prepaid credit is used up"))
+    for match in _SPEND.finditer(norm):
+        found.append(findings.no_reset(PROVIDER, match.start(), match.end(), "spend_cap", "a spend cap is reached"))
+    for match in _LIMIT_MENU.finditer(norm):
+        found.append(findings.not_stated(PROVIDER, match.start(), match.end(), None, "the limit menu"))
+    found.extend(_countdowns(text, ctx))
+    for match in _RATE_LIMIT_BODY.finditer(norm):
+        found.append(
+            findings.not_stated(PROVIDER, match.start(), match.end(), None, "the API's rate limit")
+        )
+    for match in _TRANSIENT.finditer(norm):
+        found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
+    for match in _LOGIN.finditer(norm):
+        line = norm[text.line_start(match.start()) : text.line_end(match.end())]
+        command = "/login" if "/login" in line else None
+        found.append(
+            findings.failure(
+                "login_required", PROVIDER, match.start(), match.end(), login_command=command
+            )
+        )
+    for match in _OTHER.finditer(norm):
+        found.append(findings.failure("other_failure", PROVIDER, match.start(), match.end()))
+    for match in _WARNING.finditer(norm):
+        found.append(findings.marker("warning", PROVIDER, match.start(), match.end()))
+    for match in _WENT_ON.finditer(norm):
+        found.append(findings.marker("went_on", PROVIDER, match.start(), match.end()))
+    return found
+
+
+def _countdowns(text: Text, ctx: Context) -> list[Finding]:
+    """Client retry countdowns. One that retries a rate limit follows the server's
+    Retry-After, so it also states when the limit lifts."""
+    norm = text.norm
+    found = []
+    for match in _COUNTDOWN.finditer(norm):
+        seconds = float(match.group("value"))
+        context_start = text.line_start(max(text.line_start(match.start()) - 1, 0))
+        retried = norm[context_start : match.start()]
+        rate_limited = bool(_RATE_LIMITED_ERROR.search(retried))
+        found.append(
+            findings.Finding(
+                role="countdown",
+                kind="transient",
+                provider=PROVIDER,
+                start=context_start if rate_limited else match.start(),
+                end=match.end(),
+                retry_after_s=seconds,
+                resolved=(
+                    after_duration(
+                        seconds, ctx.observed_at, resolution_s=0, limit=window(PROVIDER, None)
+                    )
+                    if rate_limited
+                    else None
+                ),
+            )
+        )
+    return found

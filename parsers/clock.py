@@ -1,0 +1,106 @@
+"""From the pieces of a printed reset (time, date, zone) to a Reset or a Refusal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import tzinfo
+from typing import Literal
+
+from parsers import timeres
+from parsers.findings import Context
+from parsers.grammar import squeeze
+from parsers.timeres import Resolved
+from parsers.verdict import Form, Provider, Refusal
+from parsers.zones import EN_US_SHORT_NAMES, ZoneError, host_zone, iana_zone, printed_zone
+
+
+@dataclass(frozen=True, slots=True)
+class Printed:
+    """A reset as printed: a time of day, maybe a date, maybe a zone label."""
+
+    hour: int | None
+    minute: int
+    meridiem: str | None
+    month: int | None = None
+    day: int | None = None
+    year: int | None = None
+    #: An IANA name from parentheses, or None when the zone was not printed.
+    iana: str | None = None
+    #: An en-US short name or GMT offset as Gemini prints it.
+    short_zone: str | None = None
+    #: The words as printed, echoed in refusals.
+    as_printed: str = ""
+
+    @property
+    def quoted(self) -> str:
+        return repr(" ".join(self.as_printed.split())) if self.as_printed else "the reset"
+
+
+def _zone(printed: Printed, ctx: Context) -> tuple[tzinfo, Form] | Refusal:
+    if printed.iana is not None:
+        name = squeeze(printed.iana)
+        if name in ("Etc/Unknown", "Unknown"):
+            return Refusal(
+                "zone_unknown", f"{printed.quoted}: the CLI printed {name}: its zone is unknown"
+            )
+        found = iana_zone(name)
+        if found is None:
+            return Refusal("zone_unknown", f"{printed.quoted}: {name!r} is not an IANA zone")
+        return found, "named_zone"
+    if printed.short_zone is not None:
+        fixed = printed_zone(printed.short_zone)
+        if fixed is None:
+            return Refusal("zone_ambiguous", f"{printed.short_zone!r} is not one fixed offset")
+        named = printed.short_zone.strip() in EN_US_SHORT_NAMES
+        return fixed, "named_zone" if named else "offset_zone"
+    try:
+        return host_zone(ctx.zone), "local_time"
+    except ZoneError as error:
+        return Refusal(error.code, f"{printed.quoted}: {error.detail}")
+
+
+def resolve(
+    printed: Printed,
+    ctx: Context,
+    provider: Provider,
+    scope: str | None,
+    *,
+    bare_time: Literal["next", "same_day"] = "next",
+) -> Resolved:
+    """The instant a printed reset names, by rules 3-5 and 7."""
+    if printed.hour is None:
+        if printed.month is not None and printed.day is not None:
+            return Refusal(
+                "time_not_stated", f"{printed.quoted} gives a date without a time of day"
+            )
+        return Refusal("unparseable", f"{printed.quoted} names no time")
+    clock = timeres.to_24h(printed.hour, printed.minute, printed.meridiem)
+    if clock is None:
+        return Refusal("unparseable", f"{printed.quoted} is not a time of day")
+    hour, minute = clock
+    zone = _zone(printed, ctx)
+    if isinstance(zone, Refusal):
+        return zone
+    tz, form = zone
+    if printed.month is not None and printed.day is not None:
+        return timeres.dated_time(
+            printed.year,
+            printed.month,
+            printed.day,
+            hour,
+            minute,
+            tz,
+            ctx.observed_at,
+            limit=timeres.window(provider, scope),
+            form=form,
+        )
+    if bare_time == "same_day":
+        return timeres.same_day_time(hour, minute, tz, ctx.observed_at, form=form)
+    return timeres.next_time_of_day(
+        hour,
+        minute,
+        tz,
+        ctx.observed_at,
+        limit=timeres.time_of_day_window(provider, scope),
+        form=form,
+    )

@@ -1,0 +1,275 @@
+"""OpenAI Codex CLI's limit messages.
+
+Codex formats the reset in the host's local zone and never prints the zone
+(`format_retry_timestamp`): a bare "3:28 PM" when the reset falls on the host's current date,
+else "May 11th, 2026 1:36 PM". Forms read:
+
+    You've hit your usage limit. Try again at 3:51 PM.
+    You've hit your usage limit. Upgrade to Plus ... (https://...), or try again at Jul 5th, 2026 8:19 PM.
+    You've hit your usage limit for GPT-5.3-Codex-Spark. Switch to another model now, or try again at ...
+    You've hit your usage limit. ... or try again in 2 days 10 hours 19 minutes.   (before Oct 2025)
+    You've hit your usage limit. Try again later.                     (not_stated)
+    ... or try again at 10 de jul. de 2026, 11:52.                    (Codex App, pt-BR)
+    ... 2026. 9. 13. 오전 10:36에 다시 시도하세요.                       (Codex App, ko)
+    Your workspace is out of credits. ... / You hit your spend cap ... (no_reset)
+    Quota exceeded. Check your plan and billing details.              (no_reset)
+    Rate limit reached for ... Please try again in 5.448s.            (a throttle: transient)
+    {"error":{"type":"usage_limit_reached",...,"resets_at":1775317531,...}}
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from parsers import clock, findings
+from parsers.findings import Context, Finding
+from parsers.grammar import DURATION, MONTH_NAME, month_number, read_duration
+from parsers.text import Text
+from parsers.timeres import Resolved, after_duration, at_epoch, window
+from parsers.verdict import Refusal
+from parsers.zones import ZoneError, host_zone
+
+PROVIDER = "codex"
+#: A stated wait shorter than this is a throttle, not a stop (rule 10).
+THROTTLE_S = 300.0
+
+_USAGE_LIMIT = re.compile(
+    r"You've\s+(?:hit|reached)\s+your\s+usage\s+limit"
+    r"(?:\s+for\s+(?P<limit_name>[^.\n]{1,60}?)(?=\.\s))?"
+)
+_LOCALIZED_LIMIT = re.compile(r"atingiu o limite|limite de uso|사용 한도에 도달|사용 한도")
+# How far after the head the retry clause may stand: the longest template is ~200 chars.
+_CLAUSE_REACH = 400
+_TRY_AT = re.compile(r"[Tt]ry\s+again\s+at\s+")
+_TRY_IN = re.compile(rf"[Tt]ry\s+again\s+in\s+(?P<duration>{DURATION})")
+_TRY_LATER = re.compile(r"[Tt]ry\s+again\s+later")
+_TIMESTAMP = re.compile(
+    rf"(?:{MONTH_NAME}\s(?P<day>\d{{1,2}})(?:st|nd|rd|th),\s(?P<year>\d{{4}})\s)?"
+    r"(?P<hour>\d{1,2}):(?P<minute>\d{2})\s?(?P<meridiem>[AP]M)\b"
+)
+_PT_BR_DATE = re.compile(
+    r"(?P<phrase>\d{1,2}\s{1,2}de\s{1,2}[a-zç]{3,9}\.?\s{1,2}de\s{1,2}\d{4},?\s{1,2}\d{1,2}:\d{2})"
+)
+_KO_DATE = re.compile(
+    r"(?P<phrase>(?:(?P<year>\d{4})\.\s{0,2}\d{1,2}\.\s{0,2}\d{1,2}\.|\d{1,2}월\s{0,2}\d{1,2}일)"
+    r"\s{0,2}(?:오전|오후)\s{0,2}\d{1,2}:\d{2})"
+)
+
+_NO_RESET: tuple[tuple[re.Pattern[str], str | None, str], ...] = (
+    (re.compile(r"Your workspace is out of credits"), "credits", "the workspace is out of credits"),
+    (re.compile(r"You hit your spend cap"), "spend_cap", "a spend cap is reached"),
+    (
+        re.compile(r"Quota exceeded\.\s+Check your plan and billing details"),
+        "credits",
+        "the API quota (billing) is used up",
+    ),
+    (re.compile(r"Insufficient quota", re.IGNORECASE), "credits", "the API quota is used up"),
+    (
+        re.compile(r"To use Codex with your ChatGPT plan,\s+upgrade to"),
+        None,
+        "the plan does not include Codex",
+    ),
+    (re.compile(r"free quota has been exhausted"), "credits", "the free quota is used up"),
+)
+
+_API_RATE_LIMIT = re.compile(r"Rate\s+limit\s+reached\s+for")
+_PLEASE_TRY_IN = re.compile(rf"try\s+again\s+in\s+(?P<duration>{DURATION})")
+_RETRY_LIMIT = re.compile(r"exceeded retry limit, last status: (?P<status>\d{3})")
+_BODY = re.compile(r"\"usage_limit_reached\"")
+_BODY_RESETS_AT = re.compile(r"\"resets_at\"\s{0,4}:\s{0,4}(?P<epoch>\d{9,13})")
+_BODY_RESETS_IN = re.compile(r"\"resets_in_seconds\"\s{0,4}:\s{0,4}(?P<seconds>\d{1,9})")
+_BODY_REACH = 800
+
+_TRANSIENT = re.compile(
+    r"Selected model is at capacity|experiencing high demand|stream disconnected before completion"
+    r"|Reconnecting\.\.\.|Connection failed|error sending request for url"
+)
+_LOGIN = re.compile(
+    r"access token could not be refreshed|[Pp]lease (?:log out and )?sign in again"
+    r"|codex login"
+)
+_OTHER = re.compile(r"ran out of room in the model's context window")
+_WARNING = re.compile(r"Heads up, you|Approaching rate limits")
+
+
+def _timestamp(match: re.Match[str], ctx: Context, scope: str | None) -> Resolved:
+    printed = clock.Printed(
+        hour=int(match.group("hour")),
+        minute=int(match.group("minute")),
+        meridiem=match.group("meridiem"),
+        month=month_number(match.group("month")) if match.group("month") else None,
+        day=int(match.group("day")) if match.group("day") else None,
+        year=int(match.group("year")) if match.group("year") else None,
+        as_printed=match.group(0),
+    )
+    return clock.resolve(printed, ctx, PROVIDER, scope, bare_time="same_day")
+
+
+def _localized(phrase: str, language: str, ctx: Context, scope: str | None) -> Resolved:
+    """A date the Codex App formatted with the OS locale. dateparser reads the phrase the
+    grammar found, with a fixed base date; the year, when not printed, follows rule 4."""
+    try:
+        zone = host_zone(ctx.zone)
+    except ZoneError as error:
+        return Refusal(error.code, f"{phrase!r}: {error.detail}")
+    import dateparser  # imported here: only these rare phrases need it
+
+    base = ctx.observed_at.astimezone(zone).replace(tzinfo=None)
+    parsed: datetime | None = dateparser.parse(
+        phrase,
+        languages=[language],
+        settings={
+            "RELATIVE_BASE": base,
+            "RETURN_AS_TIMEZONE_AWARE": False,
+            "REQUIRE_PARTS": ["day", "month"],
+            "PREFER_DAY_OF_MONTH": "first",
+        },
+    )
+    if parsed is None:
+        return Refusal("unparseable", f"the localized date {phrase!r} could not be read")
+    year = parsed.year if re.search(r"\d{4}", phrase) else None
+    printed = clock.Printed(
+        hour=parsed.hour,
+        minute=parsed.minute,
+        meridiem=None,
+        month=parsed.month,
+        day=parsed.day,
+        year=year,
+        as_printed=phrase,
+    )
+    return clock.resolve(printed, ctx, PROVIDER, scope)
+
+
+def _retry_clause(norm: str, start: int, ctx: Context, scope: str | None) -> tuple[int, Resolved]:
+    """The retry suffix after a usage-limit head: at a time, in a duration, or later."""
+    reach = min(len(norm), start + _CLAUSE_REACH)
+    at = _TRY_AT.search(norm, start, reach)
+    if at:
+        stamp = _TIMESTAMP.match(norm, at.end())
+        if stamp:
+            return stamp.end(), _timestamp(stamp, ctx, scope)
+        for pattern, language in ((_PT_BR_DATE, "pt"), (_KO_DATE, "ko")):
+            local = pattern.match(norm, at.end())
+            if local:
+                return local.end(), _localized(local.group("phrase"), language, ctx, scope)
+        return at.end(), Refusal("unparseable", "the retry time could not be read")
+    within = _TRY_IN.search(norm, start, reach)
+    if within:
+        duration = read_duration(within.group("duration"))
+        if duration is not None:
+            return within.end(), after_duration(
+                duration.seconds,
+                ctx.observed_at,
+                resolution_s=duration.resolution_s,
+                limit=window(PROVIDER, scope),
+            )
+    later = _TRY_LATER.search(norm, start, reach)
+    if later:
+        return later.end(), Refusal("not_stated", "Codex says to try again later")
+    for pattern, language in ((_PT_BR_DATE, "pt"), (_KO_DATE, "ko")):
+        local = pattern.search(norm, start, reach)
+        if local:
+            return local.end(), _localized(local.group("phrase"), language, ctx, scope)
+    return start, Refusal("not_stated", "the usage-limit message states no reset time")
+
+
+def scan(text: Text, ctx: Context) -> list[Finding]:
+    """Every Codex banner, failure and marker in the text."""
+    norm = text.norm
+    found: list[Finding] = []
+    body_spans = []
+    for match in _BODY.finditer(norm):
+        reach = min(len(norm), match.end() + _BODY_REACH)
+        lookback = max(0, match.start() - _BODY_REACH)
+        resets_at = _BODY_RESETS_AT.search(norm, lookback, reach)
+        if resets_at:
+            resolved = at_epoch(
+                float(resets_at.group("epoch")),
+                ctx.observed_at,
+                limit=window(PROVIDER, None),
+                form="structured",
+            )
+            end = resets_at.end()
+        else:
+            resets_in = _BODY_RESETS_IN.search(norm, lookback, reach)
+            if resets_in:
+                resolved = after_duration(
+                    float(resets_in.group("seconds")),
+                    ctx.observed_at,
+                    resolution_s=0,
+                    limit=window(PROVIDER, None),
+                )
+                end = resets_in.end()
+            else:
+                resolved = Refusal("not_stated", "the usage-limit body states no reset")
+                end = match.end()
+        start = min(match.start(), resets_at.start()) if resets_at else match.start()
+        body_spans.append((lookback, reach))
+        found.append(_structured(findings.stop(PROVIDER, start, end, resolved)))
+    for match in _USAGE_LIMIT.finditer(norm):
+        scope = "model" if match.group("limit_name") else None
+        end, resolved = _retry_clause(norm, match.end(), ctx, scope)
+        found.append(findings.stop(PROVIDER, match.start(), max(end, match.end()), resolved, scope))
+    for match in _LOCALIZED_LIMIT.finditer(norm):
+        end, resolved = _retry_clause(norm, match.end(), ctx, None)
+        found.append(findings.stop(PROVIDER, match.start(), max(end, match.end()), resolved))
+    for pattern, scope, what in _NO_RESET:
+        for match in pattern.finditer(norm):
+            found.append(findings.no_reset(PROVIDER, match.start(), match.end(), scope, what))
+    for match in _API_RATE_LIMIT.finditer(norm):
+        found.append(_api_rate_limit(norm, match, ctx))
+    for match in _RETRY_LIMIT.finditer(norm):
+        status = match.group("status")
+        kind = "login_required" if status in ("401", "403") else "transient"
+        found.append(findings.failure(kind, PROVIDER, match.start(), match.end()))
+    for match in _TRANSIENT.finditer(norm):
+        found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
+    for match in _LOGIN.finditer(norm):
+        command = "codex login" if "codex login" in match.group(0) else None
+        found.append(
+            findings.failure(
+                "login_required", PROVIDER, match.start(), match.end(), login_command=command
+            )
+        )
+    for match in _OTHER.finditer(norm):
+        found.append(findings.failure("other_failure", PROVIDER, match.start(), match.end()))
+    for match in _WARNING.finditer(norm):
+        found.append(findings.marker("warning", PROVIDER, match.start(), match.end()))
+    return found
+
+
+def _structured(finding: Finding) -> Finding:
+    from dataclasses import replace
+
+    return replace(finding, structured=True)
+
+
+def _api_rate_limit(norm: str, match: re.Match[str], ctx: Context) -> Finding:
+    """An OpenAI API rate limit: a throttle when its wait is short (rule 10)."""
+    reach = min(len(norm), match.end() + _CLAUSE_REACH)
+    wait = _PLEASE_TRY_IN.search(norm, match.end(), reach)
+    per_minute = bool(re.search(r"per\s+min", norm[match.end() : reach]))
+    scope = "minute" if per_minute else None
+    if wait is None:
+        return findings.failure("transient", PROVIDER, match.start(), match.end(), scope=scope)
+    duration = read_duration(wait.group("duration"))
+    if duration is None:
+        return findings.failure("transient", PROVIDER, match.start(), wait.end(), scope=scope)
+    resolved = after_duration(
+        duration.seconds,
+        ctx.observed_at,
+        resolution_s=duration.resolution_s,
+        limit=window(PROVIDER, scope),
+    )
+    if duration.seconds < THROTTLE_S:
+        return findings.failure(
+            "transient",
+            PROVIDER,
+            match.start(),
+            wait.end(),
+            retry_after_s=duration.seconds,
+            resolved=resolved,
+            scope=scope,
+        )
+    return findings.stop(PROVIDER, match.start(), wait.end(), resolved, scope)

@@ -1,0 +1,109 @@
+"""What the provider scanners report, before rule 8 decides which finding counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Literal
+
+from parsers.timeres import Reset, Resolved
+from parsers.verdict import Kind, Provider, Refusal
+
+#: stop: a provider_quota banner. failure: transient, login or other failure. countdown: a
+#: client retry countdown. warning: informational (kind none). went_on: the session continued.
+Role = Literal["stop", "failure", "countdown", "warning", "went_on"]
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One thing a scanner recognised, at norm[start:end]."""
+
+    role: Role
+    kind: Kind
+    provider: Provider | None
+    start: int
+    end: int
+    scope: str | None = None
+    resolved: Resolved | None = None
+    retry_after_s: float | None = None
+    login_command: str | None = None
+    native_auto_continue: bool = False
+    structured: bool = False
+    # Evidence override: an original-text span, for findings read from JSON lines.
+    original_span: tuple[int, int] | None = None
+
+    @property
+    def reset(self) -> Reset | None:
+        return self.resolved if isinstance(self.resolved, Reset) else None
+
+    @property
+    def refusal(self) -> Refusal | None:
+        return self.resolved if isinstance(self.resolved, Refusal) else None
+
+    def moved(self, start: int, end: int, original_span: tuple[int, int] | None) -> Finding:
+        return replace(self, start=start, end=end, original_span=original_span)
+
+
+def stop(
+    provider: Provider | None,
+    start: int,
+    end: int,
+    resolved: Resolved,
+    scope: str | None = None,
+    *,
+    native_auto_continue: bool = False,
+) -> Finding:
+    return Finding(
+        role="stop",
+        kind="provider_quota",
+        provider=provider,
+        start=start,
+        end=end,
+        scope=scope,
+        resolved=resolved,
+        native_auto_continue=native_auto_continue,
+    )
+
+
+def not_stated(provider: Provider | None, start: int, end: int, scope: str | None, what: str) -> Finding:
+    return stop(provider, start, end, Refusal("not_stated", f"{what}: no reset time is stated"), scope)
+
+
+def no_reset(provider: Provider | None, start: int, end: int, scope: str | None, what: str) -> Finding:
+    return stop(provider, start, end, Refusal("no_reset", f"{what}: waiting will not help"), scope)
+
+
+def failure(
+    kind: Kind,
+    provider: Provider | None,
+    start: int,
+    end: int,
+    *,
+    login_command: str | None = None,
+    retry_after_s: float | None = None,
+    resolved: Resolved | None = None,
+    scope: str | None = None,
+) -> Finding:
+    return Finding(
+        role="failure",
+        kind=kind,
+        provider=provider,
+        start=start,
+        end=end,
+        login_command=login_command,
+        retry_after_s=retry_after_s,
+        resolved=resolved,
+        scope=scope,
+    )
+
+
+def marker(role: Role, provider: Provider | None, start: int, end: int) -> Finding:
+    return Finding(role=role, kind="none", provider=provider, start=start, end=end)
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every scanner needs besides the text: when it was printed, and the host's zone."""
+
+    observed_at: datetime
+    zone: str | None

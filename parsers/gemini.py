@@ -1,0 +1,234 @@
+"""Google Gemini CLI's limit messages.
+
+The quota dialog formats `now + retryDelay` with en-US `Intl.DateTimeFormat` (12-hour, short
+zone name, no date, seconds cut): each short name is one fixed offset, other zones print as
+"GMT-3" or "GMT+5:30". Forms read:
+
+    Usage limit reached for gemini-2.5-pro.
+    Access resets at 2:55 PM PST.
+    You have exhausted your capacity on this model. Your quota will reset after 8h44m7s.
+    ... Please retry in 39.844676573s.      (AI Studio; with `limit: 0` it never resets)
+    "retryDelay": "34.074824224s"           (RetryInfo in a 429 body)
+    You have exhausted your daily quota on this model.               (not_stated, daily)
+    Quota exceeded for quota metric '...' and limit '... per day ...' (not_stated, daily)
+    We are currently experiencing high demand.                        (transient)
+    Attempt 1 failed: ... Retrying after 6173ms...                    (client countdown)
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from parsers import clock, findings
+from parsers.findings import Context, Finding
+from parsers.grammar import DURATION, read_duration
+from parsers.text import Text
+from parsers.timeres import Resolved, after_duration, window
+from parsers.verdict import Refusal
+from parsers.zones import abbreviation_in_host_zone, printed_zone
+
+PROVIDER = "gemini"
+#: Gemini CLI itself treats a stated wait up to this long as retryable (rule 10).
+THROTTLE_S = 300.0
+_REACH = 400
+
+_USAGE_LIMIT = re.compile(r"Usage limit reached for [^\n]{1,80}?\.(?=\s|$)")
+_ACCESS_RESETS = re.compile(
+    r"Access resets at\s{1,3}(?P<hour>\d{1,2}):(?P<minute>\d{2})\s?(?P<meridiem>[AP]M)\s{1,3}"
+    r"(?P<zone>GMT[+-]\d{1,2}(?::\d{2})?|UTC[+-]\d{1,2}(?::\d{2})?|[A-Z]{2,5})(?![A-Za-z])"
+)
+_RESET_AFTER = re.compile(rf"[Qq]uota will reset after\s{{1,4}}(?P<duration>{DURATION})")
+_RETRY_IN = re.compile(
+    r"(?:Please retry in|Suggested retry after)\s{1,4}(?P<value>\d{1,9}(?:\.\d{1,12})?)(?P<unit>ms|s)\b"
+)
+_RETRY_DELAY = re.compile(
+    r"\"retryDelay\"\s{0,4}:\s{0,4}\"(?P<value>\d{1,9}(?:\.\d{1,12})?)(?P<unit>ms|s)\""
+)
+_LIMIT_ZERO = re.compile(r"limit:\s{0,4}0(?!\d|\.\d)")
+_DAILY = re.compile(
+    r"exhausted your daily quota|reached your daily (?:[\w.\-]{1,40} )?quota limit"
+)
+_QUOTA_METRIC = re.compile(
+    r"Quota exceeded for quota metric '[^']{1,120}' and limit '(?P<limit>[^']{1,160})'"
+)
+_CURRENT_QUOTA = re.compile(r"You exceeded your current quota")
+_EXHAUSTED = re.compile(r"Resource has been exhausted|RESOURCE_EXHAUSTED")
+_CAPACITY = re.compile(
+    r"MODEL_CAPACITY_EXHAUSTED|No capacity available for model|experiencing high demand"
+    r"|Trying to reach [\w.\-]{1,60} \(Attempt \d{1,3}/\d{1,3}\)"
+    r"|Retrying with backoff"
+)
+_COUNTDOWN = re.compile(r"Retrying after (?P<ms>\d{1,9})ms")
+_LOGIN = re.compile(
+    r"[Ll]ogin required|Failed to sign in|Failed to login|authentication page in your browser"
+)
+_OTHER = re.compile(r"exceeds the maximum number of tokens|INVALID_ARGUMENT")
+_WARNING = re.compile(
+    r"Automatically switching from|Slow response times detected|\(Resets in [^)\n]{1,20}\)"
+)
+_WENT_ON = re.compile(r"Responding with [\w.\-]{2,60}")
+
+
+def _wait(
+    value: float,
+    resolution_s: int,
+    ctx: Context,
+    start: int,
+    end: int,
+    *,
+    structured: bool,
+    scope: str | None = None,
+) -> Finding:
+    """A stated wait: a throttle under 300 s (rule 10), else a stop with its reset."""
+    resolved = after_duration(
+        value, ctx.observed_at, resolution_s=resolution_s, limit=window(PROVIDER, None)
+    )
+    if structured and not isinstance(resolved, Refusal):
+        resolved = replace(resolved, form="structured")
+    if value < THROTTLE_S:
+        finding = findings.failure(
+            "transient", PROVIDER, start, end, retry_after_s=value, resolved=resolved, scope=scope
+        )
+    else:
+        finding = findings.stop(PROVIDER, start, end, resolved, scope)
+    return replace(finding, structured=structured)
+
+
+def _before(norm: str, start: int) -> str:
+    return norm[max(0, start - 120) : start]
+
+
+def _seconds(value: str, unit: str) -> float:
+    return float(value) / 1000.0 if unit == "ms" else float(value)
+
+
+def _access_resets(match: re.Match[str], ctx: Context) -> Resolved:
+    label = match.group("zone")
+    printed = clock.Printed(
+        hour=int(match.group("hour")),
+        minute=int(match.group("minute")),
+        meridiem=match.group("meridiem"),
+        short_zone=label,
+        as_printed=match.group(0).removeprefix("Access resets at").strip(),
+    )
+    if printed_zone(label) is None:
+        host = abbreviation_in_host_zone(label, ctx.zone, ctx.observed_at)
+        if host is None:
+            return Refusal(
+                "zone_ambiguous",
+                f"{label!r} is not an en-US short name and the host's zone does not use it",
+            )
+        printed = replace(printed, short_zone=None)
+    return clock.resolve(printed, ctx, PROVIDER, None)
+
+
+def scan(text: Text, ctx: Context) -> list[Finding]:
+    """Every Gemini banner, failure and marker in the text."""
+    norm = text.norm
+    found: list[Finding] = []
+    access_at = [match.start() for match in _ACCESS_RESETS.finditer(norm)]
+    for match in _ACCESS_RESETS.finditer(norm):
+        found.append(
+            findings.stop(PROVIDER, match.start(), match.end(), _access_resets(match, ctx))
+        )
+    for match in _USAGE_LIMIT.finditer(norm):
+        if any(match.end() <= start <= match.end() + _REACH for start in access_at):
+            continue
+        found.append(
+            findings.not_stated(PROVIDER, match.start(), match.end(), "model", "the usage limit")
+        )
+    waits_on_line: set[int] = set()
+    for match in _RESET_AFTER.finditer(norm):
+        duration = read_duration(match.group("duration"))
+        if duration is None:
+            continue
+        waits_on_line.add(text.line_start(match.start()))
+        found.append(
+            _wait(
+                duration.seconds,
+                duration.resolution_s,
+                ctx,
+                match.start(),
+                match.end(),
+                structured=False,
+                scope="model" if "capacity on this model" in _before(norm, match.start()) else None,
+            )
+        )
+    zero_limits = [match.start() for match in _LIMIT_ZERO.finditer(norm)]
+    for match in _LIMIT_ZERO.finditer(norm):
+        found.append(
+            findings.no_reset(PROVIDER, match.start(), match.end(), None, "the quota's limit is 0")
+        )
+    retries = list(_RETRY_IN.finditer(norm))
+    for match in retries:
+        waits_on_line.add(text.line_start(match.start()))
+        if any(abs(match.start() - zero) <= 2000 for zero in zero_limits):
+            continue
+        seconds = _seconds(match.group("value"), match.group("unit"))
+        found.append(_wait(seconds, 0, ctx, match.start(), match.end(), structured=False))
+    for match in _RETRY_DELAY.finditer(norm):
+        if any(abs(match.start() - zero) <= 2000 for zero in zero_limits):
+            continue
+        seconds = _seconds(match.group("value"), match.group("unit"))
+        found.append(_wait(seconds, 0, ctx, match.start(), match.end(), structured=True))
+    for match in _DAILY.finditer(norm):
+        found.append(
+            findings.not_stated(PROVIDER, match.start(), match.end(), "daily", "the daily quota")
+        )
+    for match in _QUOTA_METRIC.finditer(norm):
+        limit = match.group("limit")
+        if re.search(r"per\s+day", limit):
+            found.append(
+                findings.not_stated(PROVIDER, match.start(), match.end(), "daily", "the daily quota")
+            )
+        elif re.search(r"per\s+minute", limit):
+            found.append(
+                findings.failure("transient", PROVIDER, match.start(), match.end(), scope="minute")
+            )
+        else:
+            found.append(
+                findings.not_stated(PROVIDER, match.start(), match.end(), None, "the quota")
+            )
+    for match in _CURRENT_QUOTA.finditer(norm):
+        nearby_retry = any(0 <= retry.start() - match.end() <= 2000 for retry in retries)
+        if not nearby_retry:
+            found.append(
+                findings.not_stated(PROVIDER, match.start(), match.end(), None, "the API quota")
+            )
+    capacity = list(_CAPACITY.finditer(norm))
+    if not any(finding.role == "stop" for finding in found) and not capacity:
+        for match in _EXHAUSTED.finditer(norm):
+            found.append(
+                findings.not_stated(PROVIDER, match.start(), match.end(), None, "the quota")
+            )
+    for match in capacity:
+        found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
+    for match in _COUNTDOWN.finditer(norm):
+        if text.line_start(match.start()) in waits_on_line:
+            continue
+        found.append(
+            findings.Finding(
+                role="countdown",
+                kind="transient",
+                provider=PROVIDER,
+                start=match.start(),
+                end=match.end(),
+                retry_after_s=int(match.group("ms")) / 1000.0,
+            )
+        )
+    for match in _LOGIN.finditer(norm):
+        line = norm[text.line_start(match.start()) : text.line_end(match.end())]
+        command = "/auth" if "/auth" in line else None
+        found.append(
+            findings.failure(
+                "login_required", PROVIDER, match.start(), match.end(), login_command=command
+            )
+        )
+    for match in _OTHER.finditer(norm):
+        found.append(findings.failure("other_failure", PROVIDER, match.start(), match.end()))
+    for match in _WARNING.finditer(norm):
+        found.append(findings.marker("warning", PROVIDER, match.start(), match.end()))
+    for match in _WENT_ON.finditer(norm):
+        found.append(findings.marker("went_on", PROVIDER, match.start(), match.end()))
+    return found

@@ -1,0 +1,74 @@
+"""Pieces of grammar the providers share: times, dates, zones in parentheses, durations.
+
+Every pattern is bounded: fixed-width pieces and `{m,n}` counts, no nested unbounded
+quantifiers, so a scan stays linear in the length of the scrollback.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MONTHS = {
+    "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
+    "jul": 7, "aug": 8, "sep": 9, "oct": 10, "nov": 11, "dec": 12,
+}  # fmt: skip
+
+#: "5pm", "12:50am", "1 PM", "3:28\u202fPM" (the narrow space is folded to a space).
+TIME_12 = r"(?P<hour>\d{1,2})(?::(?P<minute>\d{2}))?\s?(?P<meridiem>[AaPp]\.?[Mm]\.?)(?![A-Za-z])"
+MONTH_NAME = (
+    r"(?P<month>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+    r"(?:uary|ruary|ch|il|e|y|ust|t|tember|ober|ember)?\.?"
+)
+#: "(Europe/Berlin)", also wrapped: "(America/New_\n   York)".
+ZONE_IN_PARENS = r"\(\s{0,4}(?P<zone>[A-Za-z][A-Za-z0-9_/+\-\s]{0,60}?)\s{0,4}\)"
+
+_DURATION_UNIT = (
+    r"(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|milliseconds?|ms|seconds?|secs?|s)(?![A-Za-z])"
+)
+#: "8h44m7s", "2 days 10 hours 19 minutes", "10h 33m", "51820.6s", "89ms", "1 seconds".
+DURATION = rf"(?:\d{{1,9}}(?:\.\d{{1,12}})?\s{{0,4}}{_DURATION_UNIT}[\s,]{{0,4}}(?:and\s+)?){{1,5}}"
+
+_DURATION_PART = re.compile(
+    r"(?P<value>\d{1,9}(?:\.\d{1,12})?)\s{0,4}(?P<unit>days?|d|hours?|hrs?|h|minutes?|mins?|m"
+    r"|milliseconds?|ms|seconds?|secs?|s)(?![A-Za-z])"
+)
+_UNIT_SECONDS = {"d": 86400.0, "h": 3600.0, "m": 60.0, "s": 1.0}
+
+
+@dataclass(frozen=True, slots=True)
+class Duration:
+    seconds: float
+    #: 0 when the text gives seconds or finer, 60 when it stops at minutes or coarser.
+    resolution_s: int
+
+
+def read_duration(text: str) -> Duration | None:
+    """The total of a duration's parts, or None when it has none."""
+    total = 0.0
+    has_seconds = False
+    found = False
+    for part in _DURATION_PART.finditer(text):
+        found = True
+        unit = part.group("unit").lower()
+        value = float(part.group("value"))
+        if unit == "ms" or unit.startswith("milli"):
+            total += value / 1000.0
+            has_seconds = True
+        elif unit.startswith("min") or unit == "m":
+            total += value * 60.0
+        else:
+            total += value * _UNIT_SECONDS[unit[0]]
+            has_seconds = has_seconds or unit[0] == "s"
+    if not found:
+        return None
+    return Duration(seconds=total, resolution_s=0 if has_seconds else 60)
+
+
+def month_number(name: str) -> int:
+    return MONTHS[name[:3].lower()]
+
+
+def squeeze(text: str) -> str:
+    """A token that a terminal wrapped: its white space removed ("New_\n  York" -> "New_York")."""
+    return re.sub(r"\s+", "", text)

@@ -1,0 +1,202 @@
+"""JSON lines from the CLIs' machine-readable modes (rule 9: structured sources beat text).
+
+    {"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1755615600,
+     "rateLimitType":"five_hour"}}                                 Claude stream-json
+    {"type":"result","is_error":true,"result":"Claude AI usage limit reached|1755615600"}
+    {"type":"error","message":"You've hit your usage limit. ..."}  codex exec --json
+    {"type":"turn.failed","error":{"message":"..."}}
+    {"id":"0","msg":{"type":"error","message":"..."}}              older codex exec --json
+    {"type":"event_msg","payload":{"type":"token_count","rate_limits":{"primary":
+     {"used_percent":100.0,"window_minutes":300,"resets_at":1777936568}, ...}}}   Codex rollout
+    {"error":{"code":429,"message":"...","details":[{"@type":"...RetryInfo","retryDelay":"34s"}]}}
+
+Assistant and tool content is never read: an agent talking about limits is not a limit.
+A line that is JSON is read here and hidden from the text scanners, so nothing counts twice.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from parsers.findings import Context, Finding, marker, stop
+from parsers.timeres import at_epoch, window
+from parsers.verdict import Provider, Refusal
+
+#: Lines longer than this are not decoded as JSON (they are still scanned as text).
+MAX_JSON_LINE = 1 << 20
+
+_JSON_LINE = re.compile(r"^[ \t]{0,16}\{.*\}[ \t]*$", re.MULTILINE)
+
+_CLAUDE_SCOPES = {
+    "five_hour": "five_hour",
+    "seven_day": "weekly",
+    "seven_day_opus": "weekly",
+    "seven_day_sonnet": "weekly",
+    "overage": "extra_usage",
+}
+_CODEX_WINDOWS = {300: "five_hour", 10080: "weekly", 1440: "daily"}
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """Error text found inside a JSON line, to be read by the text scanners."""
+
+    text: str
+    provider: Provider | None
+    line_start: int
+    line_end: int
+
+
+@dataclass(slots=True)
+class Structured:
+    findings: list[Finding]
+    messages: list[Message]
+    #: norm spans of the lines decoded as JSON, hidden from the text scan.
+    spans: list[tuple[int, int]]
+
+
+def json_lines(norm: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    for match in _JSON_LINE.finditer(norm):
+        if match.end() - match.start() > MAX_JSON_LINE:
+            continue
+        try:
+            value = json.loads(match.group(0))
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            yield match.start(), match.end(), value
+
+
+def read(norm: str, ctx: Context) -> Structured:
+    out = Structured(findings=[], messages=[], spans=[])
+    for start, end, event in json_lines(norm):
+        out.spans.append((start, end))
+        _event(event, start, end, ctx, out)
+    return out
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _event(event: dict[str, Any], start: int, end: int, ctx: Context, out: Structured) -> None:
+    kind = event.get("type")
+    if kind == "rate_limit_event":
+        _claude_rate_limit(event, start, end, ctx, out)
+    elif kind == "result":
+        if event.get("is_error") is True or str(event.get("subtype", "")).startswith("error"):
+            message = _text(event.get("result")) or _text(_nested(event, "error", "message"))
+            if message:
+                out.messages.append(Message(message, "claude", start, end))
+            elif isinstance(event.get("error"), dict):
+                _error_body(event["error"], start, end, ctx, out, None)
+        else:
+            out.findings.append(marker("went_on", None, start, end))
+    elif kind in ("assistant", "user"):
+        model = _nested(event, "message", "model")
+        if kind == "assistant" and model != "<synthetic>":
+            out.findings.append(marker("went_on", "claude", start, end))
+    elif kind == "system" and event.get("subtype") == "init":
+        out.findings.append(marker("went_on", "claude", start, end))
+    elif kind in ("error", "turn.failed"):
+        message = _text(event.get("message")) or _text(_nested(event, "error", "message"))
+        if message:
+            out.messages.append(Message(message, "codex", start, end))
+    elif kind in ("turn.started", "turn.completed", "thread.started", "init"):
+        out.findings.append(marker("went_on", None, start, end))
+    elif kind == "event_msg":
+        payload = event.get("payload")
+        if isinstance(payload, dict):
+            _codex_payload(payload, start, end, ctx, out)
+    elif isinstance(event.get("msg"), dict):
+        msg = event["msg"]
+        if msg.get("type") in ("error", "stream_error"):
+            message = _text(msg.get("message"))
+            if message:
+                out.messages.append(Message(message, "codex", start, end))
+        else:
+            _codex_payload(msg, start, end, ctx, out)
+    elif isinstance(event.get("error"), dict):
+        _error_body(event["error"], start, end, ctx, out, None)
+
+
+def _nested(value: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(value, dict):
+            return None
+        value = value.get(key)
+    return value
+
+
+def _claude_rate_limit(
+    event: dict[str, Any], start: int, end: int, ctx: Context, out: Structured
+) -> None:
+    info = event.get("rate_limit_info")
+    if not isinstance(info, dict) or info.get("status") != "rejected":
+        return
+    scope = _CLAUDE_SCOPES.get(str(info.get("rateLimitType")))
+    resets_at = info.get("resetsAt")
+    if isinstance(resets_at, int | float) and not isinstance(resets_at, bool):
+        resolved = at_epoch(
+            float(resets_at), ctx.observed_at, limit=window("claude", scope), form="structured"
+        )
+    else:
+        resolved = Refusal("not_stated", "the rejected rate_limit_event carries no resetsAt")
+    out.findings.append(_structured(stop("claude", start, end, resolved, scope)))
+
+
+def _codex_payload(
+    payload: dict[str, Any], start: int, end: int, ctx: Context, out: Structured
+) -> None:
+    """Rollout rate-limit windows: the latest reset among windows at 100 %; none at 100 %
+    means the run is not stopped by them."""
+    limits = payload.get("rate_limits")
+    if payload.get("type") == "error":
+        message = _text(payload.get("message"))
+        if message:
+            out.messages.append(Message(message, "codex", start, end))
+        return
+    if not isinstance(limits, dict):
+        return
+    best = None
+    for window_info in limits.values():
+        if not isinstance(window_info, dict):
+            continue
+        used = window_info.get("used_percent")
+        resets_at = window_info.get("resets_at")
+        if not isinstance(used, int | float) or used < 100:
+            continue
+        if not isinstance(resets_at, int | float) or isinstance(resets_at, bool):
+            continue
+        scope = _CODEX_WINDOWS.get(int(window_info.get("window_minutes") or 0))
+        if best is None or resets_at > best[0]:
+            best = (resets_at, scope)
+    if best is None:
+        return
+    resolved = at_epoch(
+        float(best[0]), ctx.observed_at, limit=window("codex", best[1]), form="structured"
+    )
+    out.findings.append(_structured(stop("codex", start, end, resolved, best[1])))
+
+
+def _error_body(
+    error: dict[str, Any],
+    start: int,
+    end: int,
+    ctx: Context,
+    out: Structured,
+    provider: Provider | None,
+) -> None:
+    """An API error body on one line: its message is read as text; the text scanners also
+    read its structured keys (resets_at, retryDelay), which they recognise in any layout."""
+    out.messages.append(Message(json.dumps({"error": error}), provider, start, end))
+
+
+def _structured(finding: Finding) -> Finding:
+    from dataclasses import replace
+
+    return replace(finding, structured=True)

@@ -1,0 +1,107 @@
+"""Terminal text made searchable: escapes removed, look-alike characters folded, offsets kept.
+
+Patterns run on `Text.norm`; every offset into it maps back to the caller's original text with
+`Text.original_offset`, so evidence always quotes what the CLI printed.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+# CSI (colours, cursor moves), OSC (titles, OSC 8 hyperlinks) ended by BEL or ST or cut off,
+# and the two-byte escapes. Each alternative is a single bounded or negated-class run: linear.
+_ESCAPES = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"
+    r"|\x9b[0-?]*[ -/]*[@-~]"
+    r"|\x1b[@-Z\\-_]"
+)
+
+
+def _fold_table() -> dict[int, str]:
+    table: dict[int, str] = {}
+    for code in range(0x00, 0x20):
+        if code != 0x0A:
+            table[code] = " "
+    table[0x7F] = " "
+    for code in range(0x80, 0xA0):
+        table[code] = " "
+    # Box drawing and block elements are borders and bars, never words.
+    for code in range(0x2500, 0x25A0):
+        table[code] = " "
+    for char in "\u23bf\u2503\u2502\ufeff\u200b\u200c\u200d\u2060":
+        table[ord(char)] = " "
+    for char in "\u00a0\u2007\u202f\u2009\u200a\u2002\u2003\u3000":
+        table[ord(char)] = " "
+    # Claude 1.x printed U+2219 where 2.x prints U+00B7; one separator to match.
+    table[0x2219] = "\u00b7"
+    table[0x2022] = "\u00b7"
+    for char in "\u2018\u2019\u02bc\u2032":
+        table[ord(char)] = "'"
+    for char in "\u201c\u201d":
+        table[ord(char)] = '"'
+    return table
+
+
+_FOLD = _fold_table()
+
+
+@dataclass(slots=True)
+class Text:
+    """The original text and its searchable form, with the map between their offsets."""
+
+    original: str
+    norm: str
+    # (norm offset, original offset) at the start of every kept run; strictly increasing.
+    _runs_norm: list[int] = field(default_factory=list)
+    _runs_orig: list[int] = field(default_factory=list)
+
+    def original_offset(self, norm_offset: int) -> int:
+        """Where a position in `norm` stands in the original text."""
+        index = bisect_right(self._runs_norm, norm_offset) - 1
+        if index < 0:
+            return norm_offset
+        return self._runs_orig[index] + (norm_offset - self._runs_norm[index])
+
+    def original_span(self, start: int, end: int) -> tuple[int, int]:
+        """The original span of norm[start:end], trimmed of surrounding white space."""
+        while start < end and self.norm[start].isspace():
+            start += 1
+        while end > start and self.norm[end - 1].isspace():
+            end -= 1
+        original_start = self.original_offset(start)
+        original_end = self.original_offset(end - 1) + 1 if end > start else original_start
+        return original_start, original_end
+
+    def line_start(self, offset: int) -> int:
+        return self.norm.rfind("\n", 0, offset) + 1
+
+    def line_end(self, offset: int) -> int:
+        end = self.norm.find("\n", offset)
+        return len(self.norm) if end < 0 else end
+
+
+def normalize(original: str) -> Text:
+    """Strip terminal escapes and fold look-alike characters, remembering where each run came
+    from. Replacements are one character for one, so only removed escapes shift offsets."""
+    runs_norm: list[int] = []
+    runs_orig: list[int] = []
+    pieces: list[str] = []
+    norm_length = 0
+    kept_from = 0
+    for match in _ESCAPES.finditer(original):
+        if match.start() > kept_from:
+            runs_norm.append(norm_length)
+            runs_orig.append(kept_from)
+            piece = original[kept_from : match.start()]
+            pieces.append(piece)
+            norm_length += len(piece)
+        kept_from = match.end()
+    if kept_from < len(original) or not runs_norm:
+        runs_norm.append(norm_length)
+        runs_orig.append(kept_from)
+        pieces.append(original[kept_from:])
+    norm = "".join(pieces).translate(_FOLD)
+    return Text(original=original, norm=norm, _runs_norm=runs_norm, _runs_orig=runs_orig)

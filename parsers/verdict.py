@@ -1,0 +1,108 @@
+"""The Verdict: what `parsers.parse` concludes about one piece of CLI output.
+
+Its JSON form (`Verdict.to_json`) is a contract shared with the service, the CLI and the
+hosts; field names and values are listed in DESIGN.md section 1 and the README.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+Provider = Literal["claude", "codex", "gemini"]
+Kind = Literal["provider_quota", "login_required", "transient", "other_failure", "none"]
+Form = Literal["epoch", "structured", "named_zone", "offset_zone", "local_time", "duration"]
+
+PROVIDERS: tuple[Provider, ...] = ("claude", "codex", "gemini")
+
+#: Every refusal code, with what it means; the README's table is generated from this.
+REFUSAL_CODES: dict[str, str] = {
+    "not_stated": "a limit with no reset time stated (\"try again later\")",
+    "no_reset": "waiting will not help: spend caps, credits, disabled allocation, `limit: 0`",
+    "time_not_stated": "a date with no time of day; the date is in the detail",
+    "zone_unknown": "the time needs the host's zone, which is missing, invalid or Etc/Unknown",
+    "zone_ambiguous": "the zone abbreviation names more than one offset",
+    "nonexistent_local_time": "the local time falls in a DST gap: the zone is not the CLI's",
+    "stale": "the stated reset has already passed",
+    "out_of_window": "the reset lies further ahead than the limit's window allows",
+    "conflicting": "two live banners of one scope disagree beyond their resolution",
+    "unparseable": "a limit banner whose time could not be read",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a provider_quota verdict carries no reset_at."""
+
+    code: str
+    detail: str
+
+    def __post_init__(self) -> None:
+        if self.code not in REFUSAL_CODES:
+            raise ValueError(f"unknown refusal code {self.code!r}")
+
+    def to_json(self) -> dict[str, str]:
+        return {"code": self.code, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """The substring of the original text a verdict rests on: text[start:end]."""
+
+    text: str
+    start: int
+    end: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "start": self.start, "end": self.end}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What one piece of CLI output says about why the run stopped and when it may resume."""
+
+    kind: Kind
+    provider: Provider | None = None
+    reset_at: datetime | None = None
+    resolution_s: int | None = None
+    form: Form | None = None
+    refusal: Refusal | None = None
+    scope: str | None = None
+    retry_after_s: float | None = None
+    native_auto_continue: bool = False
+    login_command: str | None = None
+    evidence: Evidence | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.reset_at is not None:
+            if self.reset_at.tzinfo is None:
+                raise ValueError("reset_at must be aware")
+            if self.resolution_s is None:
+                raise ValueError("reset_at needs resolution_s")
+        if self.kind == "provider_quota" and self.reset_at is None and self.refusal is None:
+            raise ValueError("a provider_quota verdict without reset_at needs a refusal")
+
+    def to_json(self) -> dict[str, Any]:
+        """The contract form: plain JSON types, reset_at as an ISO-8601 UTC instant."""
+        return {
+            "provider": self.provider,
+            "kind": self.kind,
+            "reset_at": format_instant(self.reset_at) if self.reset_at else None,
+            "resolution_s": self.resolution_s,
+            "form": self.form,
+            "refusal": self.refusal.to_json() if self.refusal else None,
+            "scope": self.scope,
+            "retry_after_s": self.retry_after_s,
+            "native_auto_continue": self.native_auto_continue,
+            "login_command": self.login_command,
+            "evidence": self.evidence.to_json() if self.evidence else None,
+        }
+
+
+def format_instant(instant: datetime) -> str:
+    """ISO-8601 in UTC with a Z, to the microsecond only when there is one."""
+    utc = instant.astimezone(UTC)
+    text = utc.isoformat(timespec="microseconds" if utc.microsecond else "seconds")
+    return text.replace("+00:00", "Z")
