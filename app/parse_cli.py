@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TextIO
 
 MAX_INPUT_BYTES = 64 << 20
@@ -50,7 +51,7 @@ def _aware(value: str) -> datetime:
 def _open(name: str) -> TextIO:
     if name == "-":
         return sys.stdin
-    return open(name, encoding="utf-8", errors="replace")  # noqa: SIM115 - closed by caller
+    return Path(name).open(encoding="utf-8", errors="replace")
 
 
 def run(args: argparse.Namespace) -> int:

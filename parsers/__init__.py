@@ -69,7 +69,7 @@ def parse(
     found = _scan(source, ctx, provider)
     decision = decide(found)
     chosen = decision.finding
-    given: Provider | None = provider  # type: ignore[assignment]
+    given: Provider | None = provider
     if chosen is None:
         return Verdict(kind="none", provider=given or _detect(source.norm))
     verdict_provider = given or chosen.provider or _detect(source.norm)
@@ -129,9 +129,7 @@ def _scan(source: Text, ctx: Context, provider: str | None) -> list[Finding]:
     return found
 
 
-def _place(
-    source: Text, message: structured.Message, inner: Text, finding: Finding
-) -> Finding:
+def _place(source: Text, message: structured.Message, inner: Text, finding: Finding) -> Finding:
     """A finding from a JSON string, placed at its JSON line; its evidence is the same words in
     the original line when they appear there unescaped, else the whole line."""
     words = inner.norm[finding.start : finding.end].strip()

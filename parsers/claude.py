@@ -22,6 +22,7 @@ Forms read (the CLI prints 12-hour times in lower case, drops ":00", and names a
 from __future__ import annotations
 
 import re
+from typing import Final
 
 from parsers import clock, findings
 from parsers.findings import Context, Finding
@@ -37,7 +38,7 @@ from parsers.text import Text
 from parsers.timeres import Resolved, after_duration, at_epoch, window
 from parsers.verdict import Refusal
 
-PROVIDER = "claude"
+PROVIDER: Final = "claude"
 
 _EPOCH = re.compile(
     r"Claude(?: AI)? usage limit reached[^|\n]{0,80}\|\s{0,2}(?P<epoch>\d{10,13})(?!\d)"
@@ -105,7 +106,8 @@ _LOGIN = re.compile(
 )
 _OTHER = re.compile(r"[Pp]rompt is too long|invalid_request_error|Login interrupted")
 _WARNING = re.compile(
-    r"Approaching\s+(?:\w{2,12}\s+)?(?:usage\s+)?limit|limit reached, now using|Usage credits are off"
+    r"Approaching\s+(?:\w{2,12}\s+)?(?:usage\s+)?limit|limit reached, now using"
+    r"|Usage credits are off"
 )
 _WENT_ON = re.compile(
     r"^[ \t]{0,8}❯[ \t]{1,3}\S|[Cc]ontinuing\s+automatically|Claude resuming", re.MULTILINE
@@ -226,11 +228,21 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
             )
         )
     for match in _CREDITS.finditer(norm):
-        found.append(findings.no_reset(PROVIDER, match.start(), match.end(), "credits", "prepaid credit is used up"))
+        found.append(
+            findings.no_reset(
+                PROVIDER, match.start(), match.end(), "credits", "prepaid credit is used up"
+            )
+        )
     for match in _SPEND.finditer(norm):
-        found.append(findings.no_reset(PROVIDER, match.start(), match.end(), "spend_cap", "a spend cap is reached"))
+        found.append(
+            findings.no_reset(
+                PROVIDER, match.start(), match.end(), "spend_cap", "a spend cap is reached"
+            )
+        )
     for match in _LIMIT_MENU.finditer(norm):
-        found.append(findings.not_stated(PROVIDER, match.start(), match.end(), None, "the limit menu"))
+        found.append(
+            findings.not_stated(PROVIDER, match.start(), match.end(), None, "the limit menu")
+        )
     found.extend(_countdowns(text, ctx))
     for match in _RATE_LIMIT_BODY.finditer(norm):
         found.append(

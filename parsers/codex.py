@@ -5,8 +5,8 @@ Codex formats the reset in the host's local zone and never prints the zone
 else "May 11th, 2026 1:36 PM". Forms read:
 
     You've hit your usage limit. Try again at 3:51 PM.
-    You've hit your usage limit. Upgrade to Plus ... (https://...), or try again at Jul 5th, 2026 8:19 PM.
-    You've hit your usage limit for GPT-5.3-Codex-Spark. Switch to another model now, or try again at ...
+    You've hit your usage limit. Upgrade to Plus ..., or try again at Jul 5th, 2026 8:19 PM.
+    You've hit your usage limit for GPT-5.3-Codex-Spark. Switch to another model now, or ...
     You've hit your usage limit. ... or try again in 2 days 10 hours 19 minutes.   (before Oct 2025)
     You've hit your usage limit. Try again later.                     (not_stated)
     ... or try again at 10 de jul. de 2026, 11:52.                    (Codex App, pt-BR)
@@ -21,16 +21,17 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
+from typing import Final
 
 from parsers import clock, findings
 from parsers.findings import Context, Finding
 from parsers.grammar import DURATION, MONTH_NAME, month_number, read_duration
 from parsers.text import Text
 from parsers.timeres import Resolved, after_duration, at_epoch, window
-from parsers.verdict import Refusal
+from parsers.verdict import Kind, Refusal
 from parsers.zones import ZoneError, host_zone
 
-PROVIDER = "codex"
+PROVIDER: Final = "codex"
 #: A stated wait shorter than this is a throttle, not a stop (rule 10).
 THROTTLE_S = 300.0
 
@@ -221,7 +222,7 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
         found.append(_api_rate_limit(norm, match, ctx))
     for match in _RETRY_LIMIT.finditer(norm):
         status = match.group("status")
-        kind = "login_required" if status in ("401", "403") else "transient"
+        kind: Kind = "login_required" if status in ("401", "403") else "transient"
         found.append(findings.failure(kind, PROVIDER, match.start(), match.end()))
     for match in _TRANSIENT.finditer(norm):
         found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))

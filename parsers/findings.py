@@ -65,11 +65,17 @@ def stop(
     )
 
 
-def not_stated(provider: Provider | None, start: int, end: int, scope: str | None, what: str) -> Finding:
-    return stop(provider, start, end, Refusal("not_stated", f"{what}: no reset time is stated"), scope)
+def not_stated(
+    provider: Provider | None, start: int, end: int, scope: str | None, what: str
+) -> Finding:
+    return stop(
+        provider, start, end, Refusal("not_stated", f"{what}: no reset time is stated"), scope
+    )
 
 
-def no_reset(provider: Provider | None, start: int, end: int, scope: str | None, what: str) -> Finding:
+def no_reset(
+    provider: Provider | None, start: int, end: int, scope: str | None, what: str
+) -> Finding:
     return stop(provider, start, end, Refusal("no_reset", f"{what}: waiting will not help"), scope)
 
 

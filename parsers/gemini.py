@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from typing import Final
 
 from parsers import clock, findings
 from parsers.findings import Context, Finding
@@ -28,7 +29,7 @@ from parsers.timeres import Resolved, after_duration, window
 from parsers.verdict import Refusal
 from parsers.zones import abbreviation_in_host_zone, printed_zone
 
-PROVIDER = "gemini"
+PROVIDER: Final = "gemini"
 #: Gemini CLI itself treats a stated wait up to this long as retryable (rule 10).
 THROTTLE_S = 300.0
 _REACH = 400
@@ -40,15 +41,14 @@ _ACCESS_RESETS = re.compile(
 )
 _RESET_AFTER = re.compile(rf"[Qq]uota will reset after\s{{1,4}}(?P<duration>{DURATION})")
 _RETRY_IN = re.compile(
-    r"(?:Please retry in|Suggested retry after)\s{1,4}(?P<value>\d{1,9}(?:\.\d{1,12})?)(?P<unit>ms|s)\b"
+    r"(?:Please retry in|Suggested retry after)\s{1,4}"
+    r"(?P<value>\d{1,9}(?:\.\d{1,12})?)(?P<unit>ms|s)\b"
 )
 _RETRY_DELAY = re.compile(
     r"\"retryDelay\"\s{0,4}:\s{0,4}\"(?P<value>\d{1,9}(?:\.\d{1,12})?)(?P<unit>ms|s)\""
 )
 _LIMIT_ZERO = re.compile(r"limit:\s{0,4}0(?!\d|\.\d)")
-_DAILY = re.compile(
-    r"exhausted your daily quota|reached your daily (?:[\w.\-]{1,40} )?quota limit"
-)
+_DAILY = re.compile(r"exhausted your daily quota|reached your daily (?:[\w.\-]{1,40} )?quota limit")
 _QUOTA_METRIC = re.compile(
     r"Quota exceeded for quota metric '[^']{1,120}' and limit '(?P<limit>[^']{1,160})'"
 )
@@ -180,7 +180,9 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
         limit = match.group("limit")
         if re.search(r"per\s+day", limit):
             found.append(
-                findings.not_stated(PROVIDER, match.start(), match.end(), "daily", "the daily quota")
+                findings.not_stated(
+                    PROVIDER, match.start(), match.end(), "daily", "the daily quota"
+                )
             )
         elif re.search(r"per\s+minute", limit):
             found.append(

@@ -75,8 +75,8 @@ def to_24h(hour: int, minute: int, meridiem: str | None) -> tuple[int, int] | No
 def local_instant(day: date, hour: int, minute: int, zone: tzinfo) -> datetime | None:
     """The instant of a wall-clock time in a zone: the later one in a DST fold (never early),
     None when the time falls in a DST gap."""
-    naive = datetime(day.year, day.month, day.day, hour, minute)
-    later = naive.replace(tzinfo=zone, fold=1)
+    later = datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone, fold=1)
+    naive = later.replace(tzinfo=None)
     back = later.astimezone(UTC).astimezone(zone).replace(tzinfo=None)
     if back != naive:
         return None
@@ -94,7 +94,8 @@ def _gap(day: date, hour: int, minute: int, zone: tzinfo) -> Refusal:
 def _stale(at: datetime, observed_at: datetime) -> Refusal:
     return Refusal(
         "stale",
-        f"the stated reset {at.isoformat()} passed before {observed_at.astimezone(UTC).isoformat()}",
+        f"the stated reset {at.isoformat()} passed before "
+        f"{observed_at.astimezone(UTC).isoformat()}",
     )
 
 

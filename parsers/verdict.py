@@ -18,7 +18,7 @@ PROVIDERS: tuple[Provider, ...] = ("claude", "codex", "gemini")
 
 #: Every refusal code, with what it means; the README's table is generated from this.
 REFUSAL_CODES: dict[str, str] = {
-    "not_stated": "a limit with no reset time stated (\"try again later\")",
+    "not_stated": 'a limit with no reset time stated ("try again later")',
     "no_reset": "waiting will not help: spend caps, credits, disabled allocation, `limit: 0`",
     "time_not_stated": "a date with no time of day; the date is in the detail",
     "zone_unknown": "the time needs the host's zone, which is missing, invalid or Etc/Unknown",
