@@ -79,7 +79,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"rewake parse: --observed-at: {error}", file=sys.stderr)
         return 2
     verdict = parse(text, observed_at=observed_at, zone=args.zone, provider=args.provider)
-    print(json.dumps(verdict.to_json(), ensure_ascii=False, indent=2))
+    answer = verdict.to_json()
+    refusal = answer["refusal"]
+    if refusal and refusal["code"] == "zone_unknown" and args.zone is None:
+        refusal["detail"] += " (rewake parse --zone Area/City)"
+    print(json.dumps(answer, ensure_ascii=False, indent=2))
     return 0
 
 
