@@ -21,6 +21,7 @@ from datetime import datetime
 from parsers import claude, codex, gemini, structured
 from parsers.decide import decide
 from parsers.findings import Context, Finding
+from parsers.quoting import is_quoted
 from parsers.text import Text, normalize
 from parsers.verdict import PROVIDERS, REFUSAL_CODES, Evidence, Provider, Refusal, Verdict
 
@@ -113,7 +114,11 @@ def _scan(source: Text, ctx: Context, provider: str | None) -> list[Finding]:
     else:
         text_view = source
     for scan in scanners:
-        found.extend(scan(text_view, ctx))
+        found.extend(
+            finding
+            for finding in scan(text_view, ctx)
+            if finding.role != "stop" or not is_quoted(text_view, finding.start, finding.end)
+        )
     for message in read.messages:
         inner = normalize(message.text)
         inner_scanners = (
