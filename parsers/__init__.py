@@ -36,7 +36,7 @@ _MARKERS: dict[Provider, re.Pattern[str]] = {
     ),
     "codex": re.compile(
         r"Codex|codex|chatgpt\.com|openai|OpenAI|platform\.openai|🖐|■|/status for a breakdown"
-        r"|usage_limit_reached|thread\.started"
+        r"|usage_limit_reached|thread\.started|\"rate_limits\"|\"used_percent\""
     ),
     "gemini": re.compile(
         r"[Gg]emini|googleapis|goo\.gle|ai\.google\.dev|/stats|/auth\b|Code Assist"

@@ -11,7 +11,7 @@ from parsers.findings import Context
 from parsers.grammar import squeeze
 from parsers.timeres import Resolved
 from parsers.verdict import Form, Provider, Refusal
-from parsers.zones import EN_US_SHORT_NAMES, ZoneError, host_zone, iana_zone, printed_zone
+from parsers.zones import ZoneError, host_zone, iana_zone, printed_zone
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +51,7 @@ def _zone(printed: Printed, ctx: Context) -> tuple[tzinfo, Form] | Refusal:
         fixed = printed_zone(printed.short_zone)
         if fixed is None:
             return Refusal("zone_ambiguous", f"{printed.short_zone!r} is not one fixed offset")
-        named = printed.short_zone.strip() in EN_US_SHORT_NAMES
-        return fixed, "named_zone" if named else "offset_zone"
+        return fixed, "offset_zone"
     try:
         return host_zone(ctx.zone), "local_time"
     except ZoneError as error:

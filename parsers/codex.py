@@ -37,7 +37,7 @@ THROTTLE_S = 300.0
 
 _USAGE_LIMIT = re.compile(
     r"You've\s+(?:hit|reached)\s+your\s+usage\s+limit"
-    r"(?:\s+for\s+(?P<limit_name>[^.\n]{1,60}?)(?=\.\s))?"
+    r"(?:\s+for\s+(?P<limit_name>[^\n]{1,60}?)(?=\.\s))?"
 )
 _LOCALIZED_LIMIT = re.compile(r"atingiu o limite|limite de uso|사용 한도에 도달|사용 한도")
 # How far after the head the retry clause may stand: the longest template is ~200 chars.

@@ -128,9 +128,17 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
     norm = text.norm
     found: list[Finding] = []
     access_at = [match.start() for match in _ACCESS_RESETS.finditer(norm)]
+    heads = [match.end() for match in _USAGE_LIMIT.finditer(norm)]
     for match in _ACCESS_RESETS.finditer(norm):
+        per_model = any(0 <= match.start() - head <= _REACH for head in heads)
         found.append(
-            findings.stop(PROVIDER, match.start(), match.end(), _access_resets(match, ctx))
+            findings.stop(
+                PROVIDER,
+                match.start(),
+                match.end(),
+                _access_resets(match, ctx),
+                "model" if per_model else None,
+            )
         )
     for match in _USAGE_LIMIT.finditer(norm):
         if any(match.end() <= start <= match.end() + _REACH for start in access_at):
@@ -171,7 +179,11 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
         if any(abs(match.start() - zero) <= 2000 for zero in zero_limits):
             continue
         seconds = _seconds(match.group("value"), match.group("unit"))
-        found.append(_wait(seconds, 0, ctx, match.start(), match.end(), structured=True))
+        body = norm[max(0, match.start() - 2000) : match.end() + 2000]
+        scope = "model" if "capacity on this model" in body else None
+        found.append(
+            _wait(seconds, 0, ctx, match.start(), match.end(), structured=True, scope=scope)
+        )
     for match in _DAILY.finditer(norm):
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), "daily", "the daily quota")
