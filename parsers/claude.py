@@ -31,6 +31,7 @@ from parsers.grammar import (
     MONTH_NAME,
     TIME_12,
     ZONE_IN_PARENS,
+    any_within,
     month_number,
     read_duration,
 )
@@ -43,6 +44,9 @@ PROVIDER: Final = "claude"
 _EPOCH = re.compile(
     r"Claude(?: AI)? usage limit reached[^|\n]{0,80}\|\s{0,2}(?P<epoch>\d{10,13})(?!\d)"
 )
+
+# The epoch form's head ("Claude AI usage limit reached") is read there, not again as a banner.
+_EPOCH_HEAD_REACH = 8
 
 _STOP = re.compile(
     r"(?P<five_hour>\b5[- ]?hours?\s+limit\s+reached)"
@@ -194,9 +198,9 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
     """Every Claude Code banner, failure and marker in the text."""
     norm = text.norm
     found: list[Finding] = []
-    epoch_spans: list[tuple[int, int]] = []
+    epoch_starts: list[int] = []
     for match in _EPOCH.finditer(norm):
-        epoch_spans.append((match.start(), match.end()))
+        epoch_starts.append(match.start())
         resolved = at_epoch(
             float(match.group("epoch")),
             ctx.observed_at,
@@ -205,7 +209,7 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
         )
         found.append(findings.stop(PROVIDER, match.start(), match.end(), resolved))
     for match in _STOP.finditer(norm):
-        if any(start <= match.start() < end for start, end in epoch_spans):
+        if any_within(epoch_starts, match.start() - _EPOCH_HEAD_REACH, match.start()):
             continue
         scope = _scope(match)
         clause = _reset_clause(norm, match.end(), ctx, scope)

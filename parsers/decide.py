@@ -7,6 +7,7 @@ window must clear). A banner that states nothing (not_stated) yields to one that
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 from parsers.findings import Finding
@@ -38,11 +39,14 @@ def _live_stops(ordered: list[Finding]) -> list[Finding]:
 
 def _without_retried_errors(ordered: list[Finding]) -> list[Finding]:
     """A rate-limit error that a client countdown is retrying is not a stop (rule 10)."""
+    # Countdown spans do not overlap one another, so the nearest start before decides.
     countdowns = [f for f in ordered if f.role == "countdown"]
+    starts = [c.start for c in countdowns]
     kept = []
     for finding in ordered:
-        retried = finding.role == "stop" and any(
-            c.start <= finding.start < c.end for c in countdowns
+        index = bisect_right(starts, finding.start) - 1
+        retried = (
+            finding.role == "stop" and index >= 0 and finding.start < countdowns[index].end
         )
         if retried and finding.refusal is not None and finding.refusal.code == "not_stated":
             continue

@@ -23,7 +23,7 @@ from typing import Final
 
 from parsers import clock, findings
 from parsers.findings import Context, Finding
-from parsers.grammar import DURATION, read_duration
+from parsers.grammar import DURATION, any_within, read_duration
 from parsers.text import Text
 from parsers.timeres import Resolved, after_duration, window
 from parsers.verdict import Refusal
@@ -130,7 +130,7 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
     access_at = [match.start() for match in _ACCESS_RESETS.finditer(norm)]
     heads = [match.end() for match in _USAGE_LIMIT.finditer(norm)]
     for match in _ACCESS_RESETS.finditer(norm):
-        per_model = any(0 <= match.start() - head <= _REACH for head in heads)
+        per_model = any_within(heads, match.start() - _REACH, match.start())
         found.append(
             findings.stop(
                 PROVIDER,
@@ -141,7 +141,7 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
             )
         )
     for match in _USAGE_LIMIT.finditer(norm):
-        if any(match.end() <= start <= match.end() + _REACH for start in access_at):
+        if any_within(access_at, match.end(), match.end() + _REACH):
             continue
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), "model", "the usage limit")
@@ -169,14 +169,15 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
             findings.no_reset(PROVIDER, match.start(), match.end(), None, "the quota's limit is 0")
         )
     retries = list(_RETRY_IN.finditer(norm))
+    retry_starts = [match.start() for match in retries]
     for match in retries:
         waits_on_line.add(text.line_start(match.start()))
-        if any(abs(match.start() - zero) <= 2000 for zero in zero_limits):
+        if any_within(zero_limits, match.start() - 2000, match.start() + 2000):
             continue
         seconds = _seconds(match.group("value"), match.group("unit"))
         found.append(_wait(seconds, 0, ctx, match.start(), match.end(), structured=False))
     for match in _RETRY_DELAY.finditer(norm):
-        if any(abs(match.start() - zero) <= 2000 for zero in zero_limits):
+        if any_within(zero_limits, match.start() - 2000, match.start() + 2000):
             continue
         seconds = _seconds(match.group("value"), match.group("unit"))
         body = norm[max(0, match.start() - 2000) : match.end() + 2000]
@@ -205,7 +206,7 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
                 findings.not_stated(PROVIDER, match.start(), match.end(), None, "the quota")
             )
     for match in _CURRENT_QUOTA.finditer(norm):
-        nearby_retry = any(0 <= retry.start() - match.end() <= 2000 for retry in retries)
+        nearby_retry = any_within(retry_starts, match.end(), match.end() + 2000)
         if not nearby_retry:
             found.append(
                 findings.not_stated(PROVIDER, match.start(), match.end(), None, "the API quota")

@@ -7,6 +7,7 @@ quantifiers, so a scan stays linear in the length of the scrollback.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 
 MONTHS = {
@@ -72,3 +73,10 @@ def month_number(name: str) -> int:
 def squeeze(text: str) -> str:
     """A token that a terminal wrapped: its white space removed ("New_\n  York" -> "New_York")."""
     return re.sub(r"\s+", "", text)
+
+
+def any_within(sorted_positions: list[int], low: int, high: int) -> bool:
+    """Whether any position lies in [low, high]; a binary search, so many matches in a long
+    scrollback cost n log n, not n squared."""
+    index = bisect_left(sorted_positions, low)
+    return index < len(sorted_positions) and sorted_positions[index] <= high
