@@ -16,7 +16,7 @@ string gives a Verdict. It raises ValueError only for a naive `observed_at` or a
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 
 from parsers import claude, codex, gemini, structured
 from parsers.decide import decide
@@ -65,7 +65,9 @@ def parse(
         raise ValueError(f"unknown provider {provider!r}; expected one of {PROVIDERS}")
     if not isinstance(text, str):
         raise TypeError("text must be a str")
-    ctx = Context(observed_at=observed_at, zone=zone)
+    # Arithmetic on an aware datetime follows its own zone's wall clock; across a DST change
+    # that is an hour off. All reasoning happens in UTC.
+    ctx = Context(observed_at=observed_at.astimezone(UTC), zone=zone)
     source = normalize(text)
     found = _scan(source, ctx, provider)
     decision = decide(found)

@@ -45,9 +45,7 @@ def _without_retried_errors(ordered: list[Finding]) -> list[Finding]:
     kept = []
     for finding in ordered:
         index = bisect_right(starts, finding.start) - 1
-        retried = (
-            finding.role == "stop" and index >= 0 and finding.start < countdowns[index].end
-        )
+        retried = finding.role == "stop" and index >= 0 and finding.start < countdowns[index].end
         if retried and finding.refusal is not None and finding.refusal.code == "not_stated":
             continue
         kept.append(finding)

@@ -17,6 +17,7 @@ A line that is JSON is read here and hidden from the text scanners, so nothing c
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -124,6 +125,17 @@ def _event(event: dict[str, Any], start: int, end: int, ctx: Context, out: Struc
         _error_body(event["error"], start, end, ctx, out, None)
 
 
+def _number(value: Any) -> float | None:
+    """A JSON number as a finite float; None for anything else (bools, huge or odd values)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
 def _nested(value: Any, *keys: str) -> Any:
     for key in keys:
         if not isinstance(value, dict):
@@ -140,12 +152,15 @@ def _claude_rate_limit(
         return
     scope = _CLAUDE_SCOPES.get(str(info.get("rateLimitType")))
     resets_at = info.get("resetsAt")
-    if isinstance(resets_at, int | float) and not isinstance(resets_at, bool):
+    epoch = _number(resets_at)
+    if epoch is not None:
         resolved = at_epoch(
-            float(resets_at), ctx.observed_at, limit=window("claude", scope), form="structured"
+            epoch, ctx.observed_at, limit=window("claude", scope), form="structured"
         )
-    else:
+    elif resets_at is None:
         resolved = Refusal("not_stated", "the rejected rate_limit_event carries no resetsAt")
+    else:
+        resolved = Refusal("unparseable", f"resetsAt {str(resets_at)[:40]!r} is not an epoch")
     out.findings.append(_structured(stop("claude", start, end, resolved, scope)))
 
 
@@ -166,13 +181,12 @@ def _codex_payload(
     for window_info in limits.values():
         if not isinstance(window_info, dict):
             continue
-        used = window_info.get("used_percent")
-        resets_at = window_info.get("resets_at")
-        if not isinstance(used, int | float) or used < 100:
+        used = _number(window_info.get("used_percent"))
+        resets_at = _number(window_info.get("resets_at"))
+        if used is None or used < 100 or resets_at is None:
             continue
-        if not isinstance(resets_at, int | float) or isinstance(resets_at, bool):
-            continue
-        scope = _CODEX_WINDOWS.get(int(window_info.get("window_minutes") or 0))
+        minutes = _number(window_info.get("window_minutes"))
+        scope = _CODEX_WINDOWS.get(int(minutes)) if minutes is not None else None
         if best is None or resets_at > best[0]:
             best = (resets_at, scope)
     if best is None:

@@ -215,6 +215,8 @@ _EPOCH_MAX = datetime(2100, 1, 1, tzinfo=UTC).timestamp()
 
 def epoch_instant(value: float) -> datetime | None:
     """Seconds or milliseconds since 1970, when plausible as a reset."""
+    if not _EPOCH_MIN <= value <= _EPOCH_MAX * 1000.0:
+        return None
     if value > _EPOCH_MAX:
         value /= 1000.0
     if not _EPOCH_MIN <= value <= _EPOCH_MAX:
