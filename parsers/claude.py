@@ -31,6 +31,9 @@ from parsers.grammar import (
     MONTH_NAME,
     TIME_12,
     ZONE_IN_PARENS,
+    Gated,
+    all_needles,
+    any_needle,
     any_within,
     month_number,
     read_duration,
@@ -41,22 +44,26 @@ from parsers.verdict import Refusal
 
 PROVIDER: Final = "claude"
 
-_EPOCH = re.compile(
-    r"Claude(?: AI)? usage limit reached[^|\n]{0,80}\|\s{0,2}(?P<epoch>\d{10,13})(?!\d)"
+_EPOCH = Gated(
+    r"Claude(?: AI| Max| Pro)? usage limit reached[^|\n]{0,80}\|\s{0,2}(?P<epoch>\d{10,13})(?!\d)",
+    ("usage limit reached",),
 )
 
 # The epoch form's head ("Claude AI usage limit reached") is read there, not again as a banner.
 _EPOCH_HEAD_REACH = 8
 
-_STOP = re.compile(
-    r"(?P<five_hour>\b5[- ]?hours?\s+limit\s+reached)"
-    r"|(?P<session>\b[Ss]ession\s+limit\s+reached)"
-    r"|(?P<weekly>\b(?:(?:Opus|Sonnet|Fable|Haiku)\s+)?[Ww]eekly\s+limit\s+reached)"
-    r"|(?P<monthly>\b[Mm]onthly\s+limit\s+reached)"
-    r"|(?P<hit>\bYou've\s+hit\s+your\s+"
+_STOP = Gated(
+    r"(?P<five_hour>5[- ]?hours?\s+limit\s+reached)"
+    r"|(?P<session>[Ss]ession\s+limit\s+reached)"
+    r"|(?P<weekly>(?:(?:Opus|Sonnet|Fable|Haiku)\s+)?[Ww]eekly\s+limit\s+reached)"
+    r"|(?P<monthly>[Mm]onthly\s+limit\s+reached)"
+    r"|(?P<hit>You've\s+hit\s+your\s+"
     r"(?:(?P<which>session|weekly|monthly|daily|Opus|Sonnet|Fable|Haiku)\s+)?limit\b)"
-    r"|(?P<extra>\bYou're\s+out\s+of\s+extra\s+usage\b)"
-    r"|(?P<legacy>\bClaude(?:\s+AI)?\s+usage\s+limit\s+reached\b)"
+    r"|(?P<extra>You're\s+out\s+of\s+extra\s+usage\b)"
+    r"|(?P<legacy>Claude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
+    # 2.0.6x printed a bare "Limit reached · resets 5pm (Etc/Unknown)"; read only with a reset.
+    r"|(?P<bare>Limit\s+reached)(?=\s{0,3}·\s{0,3}resets)",
+    ("reached", "You've", "You're"),
 )
 _HIT_SCOPES = {
     "session": "session",
@@ -81,40 +88,79 @@ _NATIVE = re.compile(
     re.IGNORECASE,
 )
 
-_CREDITS = re.compile(r"Credit balance (?:is )?too low")
-_SPEND = re.compile(
+#: An organisation's own cap: waiting for a window will not lift it (no_reset).
+_ORG_LIMIT = Gated(
+    r"You've\s+hit\s+your\s+org(?:anization)?'s\s+(?P<monthly>monthly\s+)?"
+    r"(?:usage|spend(?:ing)?)\s+limit",
+    ("org",),
+)
+_CREDITS = Gated(
+    r"Credit balance (?:is )?too low",
+    ("Credit balance",),
+)
+_SPEND = Gated(
     r"(?:hit|reached)\s+(?:your\s+)?(?:org(?:anization)?'s\s+)?(?:monthly\s+)?"
     r"spend(?:ing)?\s+(?:limit|cap)",
+    ("spend", "Spend", "SPEND"),
     re.IGNORECASE,
 )
-_RATE_LIMIT_BODY = re.compile(
-    r"\"rate_limit_error\"|This request would exceed your account's rate limit"
+_RATE_LIMIT_BODY = Gated(
+    r"\"rate_limit_error\"|This request would exceed your account's rate limit",
+    ("rate_limit_error", "would exceed your account"),
 )
-_LIMIT_MENU = re.compile(r"Stop and wait for limit to reset")
+_LIMIT_MENU = Gated(
+    r"Stop and wait for limit to reset",
+    ("Stop and wait",),
+)
 
-_COUNTDOWN = re.compile(
+_COUNTDOWN = Gated(
     r"Retrying\s+in\s+(?P<value>\d{1,6}(?:\.\d{1,3})?)\s?(?:seconds?|secs?|s)\b"
     r"(?:\s{0,2}(?:…|\.\.\.))?\s{0,3}"
-    r"(?:\(\s{0,2}attempt\s+\d{1,3}\s{0,2}/\s{0,2}\d{1,3}\s{0,2}\)|·\s{0,3}attempt\s+\d{1,3}/\d{1,3})"
+    r"(?:\(\s{0,2}attempt\s+\d{1,3}\s{0,2}/\s{0,2}\d{1,3}\s{0,2}\)|·\s{0,3}attempt\s+\d{1,3}/\d{1,3})",
+    ("Retrying",),
 )
 _RATE_LIMITED_ERROR = re.compile(r"\b429\b|rate_limit_error|rate limit", re.IGNORECASE)
-_TRANSIENT = re.compile(
-    r"overloaded_error|\bOverloaded\b|API Error:? \(?5\d\d\b|Internal server error"
+_TRANSIENT = Gated(
+    r"overloaded_error|Overloaded\b|API Error:? \(?5\d\d\b|Internal server error"
     r"|Repeated 5\d\d|API Error \(Connection error|Connection error\.|fetch failed"
-    r"|server-side issue|API error · Retrying"
+    r"|server-side issue|API error · Retrying",
+    (
+        "verloaded",
+        "API Error",
+        "API error",
+        "Internal server error",
+        "Repeated 5",
+        "Connection error",
+        "fetch failed",
+        "server-side issue",
+    ),
 )
-_LOGIN = re.compile(
+_LOGIN = Gated(
     r"Not logged in|(?:Please\s+)?[Rr]un\s+/login|Invalid API key|OAuth token (?:has )?expired"
     r"|OAuth token (?:has been )?revoked|\"authentication_error\"|Failed to authenticate"
-    r"|require[sd]? authentication"
+    r"|require[sd]? authentication|API Error:?\s{0,3}\(?401\b",
+    (
+        "Not logged in",
+        "/login",
+        "Invalid API key",
+        "OAuth token",
+        "authentication",
+        "Failed to authenticate",
+    ),
 )
-_OTHER = re.compile(r"[Pp]rompt is too long|invalid_request_error|Login interrupted")
-_WARNING = re.compile(
+_OTHER = Gated(
+    r"[Pp]rompt is too long|invalid_request_error|Login interrupted",
+    ("rompt is too long", "invalid_request_error", "Login interrupted"),
+)
+_WARNING = Gated(
     r"Approaching\s+(?:\w{2,12}\s+)?(?:usage\s+)?limit|limit reached, now using"
-    r"|Usage credits are off"
+    r"|Usage credits are off|You've used \d{1,3}% of your",
+    ("Approaching", "now using", "Usage credits", "You've used"),
 )
-_WENT_ON = re.compile(
-    r"^[ \t]{0,8}❯[ \t]{1,3}\S|[Cc]ontinuing\s+automatically|Claude resuming", re.MULTILINE
+_WENT_ON = Gated(
+    r"^[ \t]{0,8}❯[ \t]{1,3}\S|[Cc]ontinuing\s+automatically|Claude resuming",
+    ("❯", "ontinuing", "Claude resuming"),
+    re.MULTILINE,
 )
 
 
@@ -194,9 +240,15 @@ def _scope(match: re.Match[str]) -> str | None:
     return None
 
 
+#: A text with none of these needles holds nothing this scanner reads.
+_NEEDLES = all_needles(*(value for value in tuple(globals().values()) if isinstance(value, Gated)))
+
+
 def scan(text: Text, ctx: Context) -> list[Finding]:
     """Every Claude Code banner, failure and marker in the text."""
     norm = text.norm
+    if not any_needle(norm, _NEEDLES):
+        return []
     found: list[Finding] = []
     epoch_starts: list[int] = []
     for match in _EPOCH.finditer(norm):
@@ -213,6 +265,8 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
             continue
         scope = _scope(match)
         clause = _reset_clause(norm, match.end(), ctx, scope)
+        if clause is None and match.group("bare"):
+            continue
         if clause is None:
             what = match.group(0)
             found.append(findings.not_stated(PROVIDER, match.start(), match.end(), scope, what))
@@ -230,6 +284,11 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
                 scope,
                 native_auto_continue=native,
             )
+        )
+    for match in _ORG_LIMIT.finditer(norm):
+        scope = "monthly" if match.group("monthly") else "spend_cap"
+        found.append(
+            findings.no_reset(PROVIDER, match.start(), match.end(), scope, "an org limit is hit")
         )
     for match in _CREDITS.finditer(norm):
         found.append(

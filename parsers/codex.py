@@ -25,7 +25,16 @@ from typing import Final
 
 from parsers import clock, findings
 from parsers.findings import Context, Finding
-from parsers.grammar import DURATION, MONTH_NAME, month_number, read_duration
+from parsers.grammar import (
+    DURATION,
+    MONTH_NAME,
+    Gated,
+    all_needles,
+    any_needle,
+    month_number,
+    read_duration,
+    wrappable,
+)
 from parsers.text import Text
 from parsers.timeres import Resolved, after_duration, at_epoch, window
 from parsers.verdict import Kind, Refusal
@@ -35,63 +44,112 @@ PROVIDER: Final = "codex"
 #: A stated wait shorter than this is a throttle, not a stop (rule 10).
 THROTTLE_S = 300.0
 
-_USAGE_LIMIT = re.compile(
-    r"You've\s+(?:hit|reached)\s+your\s+usage\s+limit"
-    r"(?:\s+for\s+(?P<limit_name>[^\n]{1,60}?)(?=\.\s))?"
+_USAGE_LIMIT = Gated(
+    r"You(?:'ve|\s+have)\s+(?:hit|reached)\s+your\s+usage\s+limit"
+    r"(?:\s+for\s+(?P<limit_name>[^\n]{1,60}?)(?=\.\s))?",
+    ("You've", "You have"),
 )
-_LOCALIZED_LIMIT = re.compile(r"atingiu o limite|limite de uso|사용 한도에 도달|사용 한도")
+#: The Codex App's own banner: "You're out of Codex messages / Your rate limit resets on ...".
+_OUT_OF_MESSAGES = Gated(r"You're\s+out\s+of\s+Codex\s+messages", ("Codex messages",))
+_LOCALIZED_LIMIT = Gated(
+    r"atingiu o limite|limite de uso|límite de uso|사용 한도에 도달|사용 한도",
+    ("limite", "límite", "사용 한도"),
+)
 # How far after the head the retry clause may stand: the longest template is ~200 chars.
 _CLAUSE_REACH = 400
-_TRY_AT = re.compile(r"[Tt]ry\s+again\s+at\s+")
-_TRY_IN = re.compile(rf"[Tt]ry\s+again\s+in\s+(?P<duration>{DURATION})")
-_TRY_LATER = re.compile(r"[Tt]ry\s+again\s+later")
+_TRY_AT = re.compile(
+    rf"(?:[Tt]{wrappable('ry again at')}|[Rr]{wrappable('esets on')}|{wrappable('reset on')})\s+"
+)
+_TRY_IN = re.compile(rf"[Tt]{wrappable('ry again in')}\s+(?P<duration>{DURATION})")
+_TRY_LATER = re.compile(rf"[Tt]{wrappable('ry again later')}")
 _TIMESTAMP = re.compile(
-    rf"(?:{MONTH_NAME}\s(?P<day>\d{{1,2}})(?:st|nd|rd|th),\s(?P<year>\d{{4}})\s)?"
+    rf"(?:{MONTH_NAME}\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,\s(?P<year>\d{{4}}),?\s)?"
     r"(?P<hour>\d{1,2}):(?P<minute>\d{2})\s?(?P<meridiem>[AP]M)\b"
 )
-_PT_BR_DATE = re.compile(
-    r"(?P<phrase>\d{1,2}\s{1,2}de\s{1,2}[a-zç]{3,9}\.?\s{1,2}de\s{1,2}\d{4},?\s{1,2}\d{1,2}:\d{2})"
+#: pt-BR "10 de jul. de 2026, 11:52" and es "26 may 2026, 2:40 p.m.".
+_ROMANCE_DATE = re.compile(
+    r"(?P<phrase>\d{1,2}\s{1,2}(?:de\s{1,2})?[a-zçé]{3,10}\.?\s{1,2}(?:de\s{1,2})?\d{4},?"
+    r"\s{1,2}\d{1,2}:\d{2}(?:\s{0,2}[ap]\.\s?m\.)?)"
 )
 _KO_DATE = re.compile(
     r"(?P<phrase>(?:(?P<year>\d{4})\.\s{0,2}\d{1,2}\.\s{0,2}\d{1,2}\.|\d{1,2}월\s{0,2}\d{1,2}일)"
     r"\s{0,2}(?:오전|오후)\s{0,2}\d{1,2}:\d{2})"
 )
+_LOCALIZED_DATES = ((_ROMANCE_DATE, ["pt", "es"]), (_KO_DATE, ["ko"]))
 
-_NO_RESET: tuple[tuple[re.Pattern[str], str | None, str], ...] = (
-    (re.compile(r"Your workspace is out of credits"), "credits", "the workspace is out of credits"),
-    (re.compile(r"You hit your spend cap"), "spend_cap", "a spend cap is reached"),
+_NO_RESET: tuple[tuple[Gated, str | None, str], ...] = (
     (
-        re.compile(r"Quota exceeded\.\s+Check your plan and billing details"),
+        Gated(r"Your workspace is out of credits", ("workspace",)),
+        "credits",
+        "the workspace is out of credits",
+    ),
+    (Gated(r"You hit your spend cap", ("spend cap",)), "spend_cap", "a spend cap is reached"),
+    (
+        Gated(r"Quota exceeded\.\s+Check your plan and billing details", ("Quota exceeded",)),
         "credits",
         "the API quota (billing) is used up",
     ),
-    (re.compile(r"Insufficient quota", re.IGNORECASE), "credits", "the API quota is used up"),
     (
-        re.compile(r"To use Codex with your ChatGPT plan,\s+upgrade to"),
+        Gated(r"Insufficient quota", ("nsufficient", "NSUFFICIENT"), re.IGNORECASE),
+        "credits",
+        "the API quota is used up",
+    ),
+    (
+        Gated(r"To use Codex with your ChatGPT plan,\s+upgrade to", ("To use Codex",)),
         None,
         "the plan does not include Codex",
     ),
-    (re.compile(r"free quota has been exhausted"), "credits", "the free quota is used up"),
+    (
+        Gated(r"free quota has been exhausted", ("free quota",)),
+        "credits",
+        "the free quota is used up",
+    ),
 )
 
-_API_RATE_LIMIT = re.compile(r"Rate\s+limit\s+reached\s+for")
+_API_RATE_LIMIT = Gated(
+    r"Rate\s+limit\s+reached\s+for",
+    ("Rate",),
+)
 _PLEASE_TRY_IN = re.compile(rf"try\s+again\s+in\s+(?P<duration>{DURATION})")
-_RETRY_LIMIT = re.compile(r"exceeded retry limit, last status: (?P<status>\d{3})")
-_BODY = re.compile(r"\"usage_limit_reached\"")
+_RETRY_LIMIT = Gated(
+    r"exceeded retry limit, last status: (?P<status>\d{3})",
+    ("exceeded retry limit",),
+)
+_BODY = Gated(
+    r"\"usage_limit_reached\"",
+    ('"usage_limit_reached"',),
+)
 _BODY_RESETS_AT = re.compile(r"\"resets_at\"\s{0,4}:\s{0,4}(?P<epoch>\d{9,13})")
 _BODY_RESETS_IN = re.compile(r"\"resets_in_seconds\"\s{0,4}:\s{0,4}(?P<seconds>\d{1,9})")
 _BODY_REACH = 800
 
-_TRANSIENT = re.compile(
+_TRANSIENT = Gated(
     r"Selected model is at capacity|experiencing high demand|stream disconnected before completion"
     r"|Reconnecting\.\.\.|Connection failed|error sending request for url"
+    r"|unexpected status 5\d\d",
+    (
+        "at capacity",
+        "high demand",
+        "stream disconnected",
+        "Reconnecting",
+        "Connection failed",
+        "error sending request",
+        "unexpected status",
+    ),
 )
-_LOGIN = re.compile(
+_LOGIN = Gated(
     r"access token could not be refreshed|[Pp]lease (?:log out and )?sign in again"
-    r"|codex login"
+    r"|codex login",
+    ("could not be refreshed", "sign in again", "codex login"),
 )
-_OTHER = re.compile(r"ran out of room in the model's context window")
-_WARNING = re.compile(r"Heads up, you|Approaching rate limits")
+_OTHER = Gated(
+    r"ran out of room in the model's context window",
+    ("ran out of room",),
+)
+_WARNING = Gated(
+    r"Heads up, you|Approaching rate limits",
+    ("Heads up", "Approaching rate limits"),
+)
 
 
 def _timestamp(match: re.Match[str], ctx: Context, scope: str | None) -> Resolved:
@@ -107,7 +165,7 @@ def _timestamp(match: re.Match[str], ctx: Context, scope: str | None) -> Resolve
     return clock.resolve(printed, ctx, PROVIDER, scope, bare_time="same_day")
 
 
-def _localized(phrase: str, language: str, ctx: Context, scope: str | None) -> Resolved:
+def _localized(phrase: str, languages: list[str], ctx: Context, scope: str | None) -> Resolved:
     """A date the Codex App formatted with the OS locale. dateparser reads the phrase the
     grammar found, with a fixed base date; the year, when not printed, follows rule 4."""
     try:
@@ -119,7 +177,7 @@ def _localized(phrase: str, language: str, ctx: Context, scope: str | None) -> R
     base = ctx.observed_at.astimezone(zone).replace(tzinfo=None)
     parsed: datetime | None = dateparser.parse(
         phrase,
-        languages=[language],
+        languages=languages,
         settings={
             "RELATIVE_BASE": base,
             "RETURN_AS_TIMEZONE_AWARE": False,
@@ -150,10 +208,10 @@ def _retry_clause(norm: str, start: int, ctx: Context, scope: str | None) -> tup
         stamp = _TIMESTAMP.match(norm, at.end())
         if stamp:
             return stamp.end(), _timestamp(stamp, ctx, scope)
-        for pattern, language in ((_PT_BR_DATE, "pt"), (_KO_DATE, "ko")):
+        for pattern, languages in _LOCALIZED_DATES:
             local = pattern.match(norm, at.end())
             if local:
-                return local.end(), _localized(local.group("phrase"), language, ctx, scope)
+                return local.end(), _localized(local.group("phrase"), languages, ctx, scope)
         return at.end(), Refusal("unparseable", "the retry time could not be read")
     within = _TRY_IN.search(norm, start, reach)
     if within:
@@ -168,16 +226,25 @@ def _retry_clause(norm: str, start: int, ctx: Context, scope: str | None) -> tup
     later = _TRY_LATER.search(norm, start, reach)
     if later:
         return later.end(), Refusal("not_stated", "Codex says to try again later")
-    for pattern, language in ((_PT_BR_DATE, "pt"), (_KO_DATE, "ko")):
+    for pattern, languages in _LOCALIZED_DATES:
         local = pattern.search(norm, start, reach)
         if local:
-            return local.end(), _localized(local.group("phrase"), language, ctx, scope)
+            return local.end(), _localized(local.group("phrase"), languages, ctx, scope)
     return start, Refusal("not_stated", "the usage-limit message states no reset time")
+
+
+#: A text with none of these needles holds nothing this scanner reads.
+_NEEDLES = all_needles(
+    *(value for value in tuple(globals().values()) if isinstance(value, Gated)),
+    *(pattern for pattern, _, _ in _NO_RESET),
+)
 
 
 def scan(text: Text, ctx: Context) -> list[Finding]:
     """Every Codex banner, failure and marker in the text."""
     norm = text.norm
+    if not any_needle(norm, _NEEDLES):
+        return []
     found: list[Finding] = []
     body_spans = []
     for match in _BODY.finditer(norm):
@@ -212,6 +279,9 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
         scope = "model" if match.group("limit_name") else None
         end, resolved = _retry_clause(norm, match.end(), ctx, scope)
         found.append(findings.stop(PROVIDER, match.start(), max(end, match.end()), resolved, scope))
+    for match in _OUT_OF_MESSAGES.finditer(norm):
+        end, resolved = _retry_clause(norm, match.end(), ctx, None)
+        found.append(findings.stop(PROVIDER, match.start(), max(end, match.end()), resolved))
     for match in _LOCALIZED_LIMIT.finditer(norm):
         end, resolved = _retry_clause(norm, match.end(), ctx, None)
         found.append(findings.stop(PROVIDER, match.start(), max(end, match.end()), resolved))

@@ -23,7 +23,7 @@ from typing import Final
 
 from parsers import clock, findings
 from parsers.findings import Context, Finding
-from parsers.grammar import DURATION, any_within, read_duration
+from parsers.grammar import DURATION, Gated, all_needles, any_needle, any_within, read_duration
 from parsers.text import Text
 from parsers.timeres import Resolved, after_duration, window
 from parsers.verdict import Refusal
@@ -34,40 +34,84 @@ PROVIDER: Final = "gemini"
 THROTTLE_S = 300.0
 _REACH = 400
 
-_USAGE_LIMIT = re.compile(r"Usage limit reached for [^\n]{1,80}?\.(?=\s|$)")
-_ACCESS_RESETS = re.compile(
+_USAGE_LIMIT = Gated(
+    r"Usage limit reached for [^\n]{1,80}?\.(?=\s|$)",
+    ("Usage limit reached for",),
+)
+_ACCESS_RESETS = Gated(
     r"Access resets at\s{1,3}(?P<hour>\d{1,2}):(?P<minute>\d{2})\s?(?P<meridiem>[AP]M)\s{1,3}"
-    r"(?P<zone>GMT[+-]\d{1,2}(?::\d{2})?|UTC[+-]\d{1,2}(?::\d{2})?|[A-Z]{2,5})(?![A-Za-z])"
+    r"(?P<zone>GMT[+-]\d{1,2}(?::\d{2})?|UTC[+-]\d{1,2}(?::\d{2})?|[A-Z]{2,5})(?![A-Za-z])",
+    ("Access resets",),
 )
-_RESET_AFTER = re.compile(rf"[Qq]uota will reset after\s{{1,4}}(?P<duration>{DURATION})")
-_RETRY_IN = re.compile(
+_RESET_AFTER = Gated(
+    rf"[Qq]uota will reset after\s{{1,4}}(?P<duration>{DURATION})",
+    ("uota will reset",),
+)
+_RETRY_IN = Gated(
     r"(?:Please retry in|Suggested retry after)\s{1,4}"
-    r"(?P<value>\d{1,9}(?:\.\d{1,12})?)(?P<unit>ms|s)\b"
+    r"(?P<value>\d{1,9}(?:\.\d{1,12})?)(?P<unit>ms|s)\b",
+    ("Please retry in", "Suggested retry after"),
 )
-_RETRY_DELAY = re.compile(
-    r"\"retryDelay\"\s{0,4}:\s{0,4}\"(?P<value>\d{1,9}(?:\.\d{1,12})?)(?P<unit>ms|s)\""
+_RETRY_DELAY = Gated(
+    r"\"retryDelay\"\s{0,4}:\s{0,4}\"(?P<value>\d{1,9}(?:\.\d{1,12})?)(?P<unit>ms|s)\"",
+    ('"retryDelay"',),
 )
-_LIMIT_ZERO = re.compile(r"limit:\s{0,4}0(?!\d|\.\d)")
-_DAILY = re.compile(r"exhausted your daily quota|reached your daily (?:[\w.\-]{1,40} )?quota limit")
-_QUOTA_METRIC = re.compile(
-    r"Quota exceeded for quota metric '[^']{1,120}' and limit '(?P<limit>[^']{1,160})'"
+_LIMIT_ZERO = Gated(
+    r"limit:\s{0,4}0(?!\d|\.\d)",
+    ("limit:",),
 )
-_CURRENT_QUOTA = re.compile(r"You exceeded your current quota")
-_EXHAUSTED = re.compile(r"Resource has been exhausted|RESOURCE_EXHAUSTED")
-_CAPACITY = re.compile(
+_DAILY = Gated(
+    r"exhausted your daily quota|reached your daily (?:[\w.\-]{1,40} )?quota limit",
+    ("daily",),
+)
+_QUOTA_METRIC = Gated(
+    r"Quota exceeded for quota metric '[^']{1,120}' and limit '(?P<limit>[^']{1,160})'",
+    ("Quota exceeded for quota metric",),
+)
+#: A QuotaFailure naming a per-day quota: the limit is the daily one (quotaId may be wrapped).
+_PER_DAY_QUOTA = re.compile(r"quotaId[\\\"\s:]{1,12}\w{0,60}Per\s{0,12}Day")
+_BODY_REACH = 3000
+_CURRENT_QUOTA = Gated(
+    r"You exceeded your current quota",
+    ("You exceeded your current quota",),
+)
+_EXHAUSTED = Gated(
+    r"Resource has been exhausted|RESOURCE_EXHAUSTED",
+    ("Resource has been exhausted", "RESOURCE_EXHAUSTED"),
+)
+_CAPACITY = Gated(
     r"MODEL_CAPACITY_EXHAUSTED|No capacity available for model|experiencing high demand"
     r"|Trying to reach [\w.\-]{1,60} \(Attempt \d{1,3}/\d{1,3}\)"
-    r"|Retrying with backoff"
+    r"|Retrying with backoff|The model is overloaded",
+    (
+        "MODEL_CAPACITY_EXHAUSTED",
+        "No capacity available",
+        "high demand",
+        "Trying to reach",
+        "Retrying with backoff",
+        "The model is overloaded",
+    ),
 )
-_COUNTDOWN = re.compile(r"Retrying after (?P<ms>\d{1,9})ms")
-_LOGIN = re.compile(
-    r"[Ll]ogin required|Failed to sign in|Failed to login|authentication page in your browser"
+_COUNTDOWN = Gated(
+    r"Retrying after (?P<ms>\d{1,9})ms",
+    ("Retrying after",),
 )
-_OTHER = re.compile(r"exceeds the maximum number of tokens|INVALID_ARGUMENT")
-_WARNING = re.compile(
-    r"Automatically switching from|Slow response times detected|\(Resets in [^)\n]{1,20}\)"
+_LOGIN = Gated(
+    r"[Ll]ogin required|Failed to sign in|Failed to login|authentication page in your browser",
+    ("ogin required", "Failed to sign in", "Failed to login", "authentication page"),
 )
-_WENT_ON = re.compile(r"Responding with [\w.\-]{2,60}")
+_OTHER = Gated(
+    r"exceeds the maximum number of tokens|INVALID_ARGUMENT",
+    ("exceeds the maximum number of tokens", "INVALID_ARGUMENT"),
+)
+_WARNING = Gated(
+    r"Automatically switching from|Slow response times detected|\(Resets in [^)\n]{1,20}\)",
+    ("Automatically switching", "Slow response times", "Resets in"),
+)
+_WENT_ON = Gated(
+    r"Responding with [\w.\-]{2,60}",
+    ("Responding with",),
+)
 
 
 def _wait(
@@ -123,9 +167,15 @@ def _access_resets(match: re.Match[str], ctx: Context) -> Resolved:
     return clock.resolve(printed, ctx, PROVIDER, None)
 
 
+#: A text with none of these needles holds nothing this scanner reads.
+_NEEDLES = all_needles(*(value for value in tuple(globals().values()) if isinstance(value, Gated)))
+
+
 def scan(text: Text, ctx: Context) -> list[Finding]:
     """Every Gemini banner, failure and marker in the text."""
     norm = text.norm
+    if not any_needle(norm, _NEEDLES):
+        return []
     found: list[Finding] = []
     access_at = [match.start() for match in _ACCESS_RESETS.finditer(norm)]
     heads = [match.end() for match in _USAGE_LIMIT.finditer(norm)]
@@ -208,8 +258,10 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
     for match in _CURRENT_QUOTA.finditer(norm):
         nearby_retry = any_within(retry_starts, match.end(), match.end() + 2000)
         if not nearby_retry:
+            body = norm[match.end() : match.end() + _BODY_REACH]
+            scope = "daily" if _PER_DAY_QUOTA.search(body) else None
             found.append(
-                findings.not_stated(PROVIDER, match.start(), match.end(), None, "the API quota")
+                findings.not_stated(PROVIDER, match.start(), match.end(), scope, "the API quota")
             )
     capacity = list(_CAPACITY.finditer(norm))
     if not any(finding.role == "stop" for finding in found) and not capacity:

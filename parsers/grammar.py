@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 MONTHS = {
@@ -80,3 +81,43 @@ def any_within(sorted_positions: list[int], low: int, high: int) -> bool:
     scrollback cost n log n, not n squared."""
     index = bisect_left(sorted_positions, low)
     return index < len(sorted_positions) and sorted_positions[index] <= high
+
+
+class Gated:
+    """A pattern that runs only when one of its needles occurs in the text.
+
+    Each needle is a literal that every match contains, so the gate never hides a match; a
+    substring test costs far less than a regex pass, and most texts name few of the phrases.
+    """
+
+    __slots__ = ("needles", "pattern")
+
+    def __init__(self, regex: str, needles: tuple[str, ...], flags: int = 0) -> None:
+        self.pattern = re.compile(regex, flags)
+        self.needles = needles
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        for needle in self.needles:
+            if needle in text:
+                return self.pattern.finditer(text)
+        return iter(())
+
+
+def all_needles(*gated: Gated) -> tuple[str, ...]:
+    """Every needle of these patterns: when none occurs, none of them can match."""
+    return tuple(sorted({needle for pattern in gated for needle in pattern.needles}))
+
+
+def any_needle(text: str, needles: tuple[str, ...]) -> bool:
+    return any(needle in text for needle in needles)
+
+
+def wrappable(phrase: str) -> str:
+    """A regex for a phrase that a terminal may have wrapped anywhere, even inside a word:
+    "try a\\n  gain at". Spaces match any white space; between letters a line break with its
+    indentation may stand."""
+    wrap = r"(?:\n[ \t]{0,12})?"
+    parts = []
+    for word in phrase.split(" "):
+        parts.append(wrap.join(re.escape(char) for char in word))
+    return r"\s{1,12}".join(parts)

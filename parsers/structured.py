@@ -61,6 +61,8 @@ class Structured:
 
 
 def json_lines(norm: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
+    if "{" not in norm:
+        return
     for match in _JSON_LINE.finditer(norm):
         if match.end() - match.start() > MAX_JSON_LINE:
             continue
