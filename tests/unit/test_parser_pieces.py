@@ -1,0 +1,178 @@
+"""The parser's shared pieces, each pinned on its own: text offsets, clock arithmetic, grammar."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from parsers.grammar import Gated, read_duration, wrappable
+from parsers.text import normalize
+from parsers.timeres import (
+    Reset,
+    at_epoch,
+    epoch_instant,
+    local_instant,
+    next_time_of_day,
+    same_day_time,
+    to_24h,
+)
+from parsers.verdict import Refusal
+from parsers.zones import iana_zone, printed_zone
+
+NEW_YORK = ZoneInfo("America/New_York")
+
+
+def test_normalize_maps_offsets_back_across_removed_escapes() -> None:
+    """After ANSI and OSC 8 escapes are removed, norm offsets still point into the original."""
+    original = "\x1b[1;31mYou've\x1b[0m hit \x1b]8;;https://x\x1b\\your\x1b]8;;\x1b\\ limit"
+    text = normalize(original)
+    assert text.norm == "You've hit your limit"
+    start, end = text.original_span(0, len(text.norm))
+    assert original[start:end].startswith("You've")
+    assert original[start:end].endswith("limit")
+    word = text.norm.index("your")
+    assert original[text.original_offset(word) : text.original_offset(word) + 4] == "your"
+
+
+def test_normalize_folds_lookalikes_one_for_one() -> None:
+    """Box borders, narrow spaces, curly quotes and U+2219 fold without changing length."""
+    original = "│ You’ve hit your limit ∙ resets 3:28\u202fPM │"
+    text = normalize(original)
+    assert len(text.norm) == len(original)
+    assert "You've hit your limit · resets 3:28 PM" in text.norm
+
+
+@pytest.mark.parametrize(
+    ("hour", "minute", "meridiem", "expected"),
+    [
+        (12, 0, "am", (0, 0)),
+        (12, 30, "pm", (12, 30)),
+        (1, 5, "PM", (13, 5)),
+        (11, 59, "a.m.", (11, 59)),
+    ],
+)
+def test_to_24h_reads_twelve_hour_clocks(
+    hour: int, minute: int, meridiem: str, expected: tuple[int, int]
+) -> None:
+    """12am is midnight, 12pm noon, and the meridiem's case and dots do not matter."""
+    assert to_24h(hour, minute, meridiem) == expected
+
+
+def test_to_24h_rejects_impossible_times() -> None:
+    """13pm, 0am and minute 60 are not times of day."""
+    assert to_24h(13, 0, "pm") is None
+    assert to_24h(0, 0, "am") is None
+    assert to_24h(5, 60, "pm") is None
+
+
+def test_local_instant_takes_the_later_reading_in_a_fold() -> None:
+    """1:30 on New York's fall-back night is read as the second one (EST), never early."""
+    instant = local_instant(date(2026, 11, 1), 1, 30, NEW_YORK)
+    assert instant == datetime(2026, 11, 1, 6, 30, tzinfo=UTC)
+
+
+def test_local_instant_has_no_reading_in_a_gap() -> None:
+    """2:30 on New York's spring-forward night does not exist."""
+    assert local_instant(date(2026, 3, 8), 2, 30, NEW_YORK) is None
+
+
+def test_next_time_of_day_keeps_a_reset_that_passed_moments_ago() -> None:
+    """A time 9 minutes past is still that instant (due at once), not tomorrow's."""
+    observed = datetime(2026, 7, 1, 21, 9, tzinfo=UTC)  # 17:09 in New York
+    result = next_time_of_day(
+        17, 0, NEW_YORK, observed, limit=timedelta(hours=25), form="named_zone"
+    )
+    assert isinstance(result, Reset)
+    assert result.at == datetime(2026, 7, 1, 21, 0, tzinfo=UTC)
+
+
+def test_next_time_of_day_beyond_the_window_is_stale() -> None:
+    """A session reset printed for 17:00 and read at 17:11 would be tomorrow: beyond 5 h."""
+    observed = datetime(2026, 7, 1, 21, 11, tzinfo=UTC)
+    limit = timedelta(hours=5, minutes=15)
+    result = next_time_of_day(17, 0, NEW_YORK, observed, limit=limit, form="named_zone")
+    assert isinstance(result, Refusal)
+    assert result.code == "stale"
+
+
+def test_same_day_time_never_rolls_to_tomorrow() -> None:
+    """Codex's bare time is on the host's current date; one that has passed is stale."""
+    observed = datetime(2026, 7, 1, 21, 11, tzinfo=UTC)
+    result = same_day_time(17, 0, NEW_YORK, observed, form="local_time")
+    assert isinstance(result, Refusal)
+    assert result.code == "stale"
+
+
+def test_epochs_in_milliseconds_and_seconds_agree() -> None:
+    """An epoch in milliseconds is the same instant as in seconds; token counts are not."""
+    assert epoch_instant(1755615600) == epoch_instant(1755615600000)
+    assert epoch_instant(216327) is None
+    assert epoch_instant(1e400) is None
+
+
+def test_at_epoch_refuses_a_passed_reset() -> None:
+    """An epoch more than 10 minutes before observed_at is stale."""
+    observed = datetime(2026, 1, 1, tzinfo=UTC)
+    result = at_epoch(observed.timestamp() - 3600, observed, limit=timedelta(days=1), form="epoch")
+    assert isinstance(result, Refusal)
+    assert result.code == "stale"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds", "resolution"),
+    [
+        ("8h44m7s", 31447, 0),
+        ("2 days 10 hours 19 minutes", 2 * 86400 + 10 * 3600 + 19 * 60, 60),
+        ("51820.6s", 51820.6, 0),
+        ("89ms", 0.089, 0),
+        ("10h 33m", 10 * 3600 + 33 * 60, 60),
+        ("8h44m\n   7s", 31447, 0),
+    ],
+)
+def test_read_duration(text: str, seconds: float, resolution: int) -> None:
+    """Durations in every printed shape sum to seconds, with minute or second resolution."""
+    duration = read_duration(text)
+    assert duration is not None
+    assert duration.seconds == pytest.approx(seconds)
+    assert duration.resolution_s == resolution
+
+
+def test_wrappable_matches_a_phrase_wrapped_inside_a_word() -> None:
+    """A terminal wrap inside 'again' (with indentation) still matches; other text does not."""
+    pattern = re.compile(wrappable("try again at"))
+    assert pattern.search("or try a\n   gain at 8:41 AM")
+    assert pattern.search("or try again at 8:41 AM")
+    assert not pattern.search("or try a gain at 8:41 AM")
+
+
+def test_gated_pattern_runs_only_when_a_needle_occurs() -> None:
+    """A gate with its needle absent yields nothing; present, it yields every match."""
+    gated = Gated(r"limit\s+reached", ("reached",))
+    assert list(gated.finditer("no such words")) == []
+    assert len(list(gated.finditer("limit reached, limit\nreached"))) == 2
+
+
+def test_zone_lookup_accepts_aliases_and_refuses_unknowns() -> None:
+    """Asia/Calcutta is Kolkata, Etc/GMT+5 is UTC-5; Etc/Unknown and paths are no zone."""
+    calcutta = iana_zone("Asia/Calcutta")
+    assert calcutta is not None
+    assert calcutta.utcoffset(datetime(2026, 1, 1)) == timedelta(hours=5, minutes=30)
+    gmt5 = iana_zone("Etc/GMT+5")
+    assert gmt5 is not None
+    assert gmt5.utcoffset(datetime(2026, 1, 1)) == timedelta(hours=-5)
+    assert iana_zone("Etc/Unknown") is None
+    assert iana_zone("../../etc/passwd") is None
+
+
+def test_printed_zone_reads_short_names_and_offsets() -> None:
+    """PST is -8 whatever the date; GMT+5:30 is exact; an unlisted name is not guessed."""
+    pst = printed_zone("PST")
+    assert pst is not None
+    assert pst.utcoffset(None) == timedelta(hours=-8)
+    half = printed_zone("GMT+5:30")
+    assert half is not None
+    assert half.utcoffset(None) == timedelta(hours=5, minutes=30)
+    assert printed_zone("CET") is None
