@@ -70,6 +70,10 @@ def parse(
     ctx = Context(observed_at=observed_at.astimezone(UTC), zone=zone)
     source = normalize(text)
     found = _scan(source, ctx, provider)
+    if provider is None and len({finding.provider for finding in found}) > 1:
+        # Where two CLIs' scanners read the same words, the CLI the text names wins.
+        detected = _detect(source.norm)
+        found.sort(key=lambda finding: finding.provider == detected)
     decision = decide(found)
     chosen = decision.finding
     given: Provider | None = provider

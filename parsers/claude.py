@@ -58,7 +58,9 @@ _STOP = Gated(
     r"|(?P<weekly>(?:(?:Opus|Sonnet|Fable|Haiku)\s+)?[Ww]eekly\s+limit\s+reached)"
     r"|(?P<monthly>[Mm]onthly\s+limit\s+reached)"
     r"|(?P<hit>You've\s+hit\s+your\s+"
-    r"(?:(?P<which>session|weekly|monthly|daily|Opus|Sonnet|Fable|Haiku)\s+)?limit\b)"
+    r"(?:(?P<which>session|weekly|monthly|daily|Opus|Sonnet|Fable|Haiku)\s+)?limit\b"
+    # Gemini Code Assist's "You've hit your daily limit of requests with Gemini ..." fallback.
+    r"(?!\s+of\s+requests))"
     r"|(?P<extra>You're\s+out\s+of\s+extra\s+usage\b)"
     r"|(?P<legacy>Claude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
     # 2.0.6x printed a bare "Limit reached · resets 5pm (Etc/Unknown)"; read only with a reset.
@@ -82,7 +84,8 @@ _DATE = re.compile(
 )
 _DATE_TIME_SEP = re.compile(r"\s{0,3},\s{0,3}|\s{1,3}at\s{1,3}|\s{1,3}")
 _TIME = re.compile(TIME_12)
-_ZONE = re.compile(r"\s{0,4}" + ZONE_IN_PARENS)
+# The zone may wrap onto the next line under Claude's indentation.
+_ZONE = re.compile(r"\s{0,16}" + ZONE_IN_PARENS)
 _NATIVE = re.compile(
     r"will\s+(?:auto-?)?continue|auto-?continu\w*|continue\s+when\s+(?:the\s+)?limit\s+resets",
     re.IGNORECASE,
@@ -123,7 +126,9 @@ _RATE_LIMITED_ERROR = re.compile(r"\b429\b|rate_limit_error|rate limit", re.IGNO
 _TRANSIENT = Gated(
     r"overloaded_error|Overloaded\b|API Error:? \(?5\d\d\b|Internal server error"
     r"|Repeated 5\d\d|API Error \(Connection error|Connection error\.|fetch failed"
-    r"|server-side issue|API error · Retrying",
+    r"|server-side issue|API error · Retrying"
+    # "Server is temporarily limiting requests (not your usage limit) · Rate limited"
+    r"|temporarily limiting requests|Too many CONNECT attempts",
     (
         "verloaded",
         "API Error",
@@ -133,6 +138,8 @@ _TRANSIENT = Gated(
         "Connection error",
         "fetch failed",
         "server-side issue",
+        "temporarily limiting requests",
+        "Too many CONNECT attempts",
     ),
 )
 _LOGIN = Gated(

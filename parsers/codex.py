@@ -133,13 +133,17 @@ _BODY_RESETS_IN = re.compile(r"\"resets_in_seconds\"\s{0,4}:\s{0,4}(?P<seconds>\
 _BODY_REACH = 800
 
 _TRANSIENT = Gated(
-    r"Selected model is at capacity|experiencing high demand|stream disconnected before completion"
+    r"Selected model is at capacity|We're currently experiencing high demand"
+    r"|[Ss]tream disconnected before completion"
+    # An API deployment's per-minute limit ("... have exceeded rate limit."): a throttle.
+    r"|exceeded\s+(?:the\s+)?(?:token\s+)?rate\s+limit"
     r"|Reconnecting\.\.\.|Connection failed|error sending request for url"
     r"|unexpected status 5\d\d",
     (
         "at capacity",
-        "high demand",
-        "stream disconnected",
+        "experiencing high demand",
+        "tream disconnected",
+        "exceeded",
         "Reconnecting",
         "Connection failed",
         "error sending request",
@@ -147,9 +151,9 @@ _TRANSIENT = Gated(
     ),
 )
 _LOGIN = Gated(
-    r"access token could not be refreshed|[Pp]lease (?:log out and )?sign in again"
-    r"|codex login",
-    ("could not be refreshed", "sign in again", "codex login"),
+    r"unexpected status 40[13]\b|access token could not be refreshed"
+    r"|[Pp]lease (?:log out and )?sign in again|codex login",
+    ("unexpected status", "could not be refreshed", "sign in again", "codex login"),
 )
 _OTHER = Gated(
     r"ran out of room in the model's context window",

@@ -76,11 +76,12 @@ _CURRENT_QUOTA = Gated(
     ("You exceeded your current quota",),
 )
 _EXHAUSTED = Gated(
-    r"Resource has been exhausted|RESOURCE_EXHAUSTED",
-    ("Resource has been exhausted", "RESOURCE_EXHAUSTED"),
+    r"Resource has been exhausted|Resource exhausted|RESOURCE_EXHAUSTED",
+    ("Resource has been exhausted", "Resource exhausted", "RESOURCE_EXHAUSTED"),
 )
 _CAPACITY = Gated(
-    r"MODEL_CAPACITY_EXHAUSTED|No capacity available for model|experiencing high demand"
+    r"MODEL_CAPACITY_EXHAUSTED|No capacity available for model"
+    r"|We are currently experiencing high demand|is currently experiencing high demand"
     r"|Trying to reach [\w.\-]{1,60} \(Attempt \d{1,3}/\d{1,3}\)"
     r"|Retrying with backoff|The model is overloaded",
     (
@@ -105,8 +106,9 @@ _OTHER = Gated(
     ("exceeds the maximum number of tokens", "INVALID_ARGUMENT"),
 )
 _WARNING = Gated(
-    r"Automatically switching from|Slow response times detected|\(Resets in [^)\n]{1,20}\)",
-    ("Automatically switching", "Slow response times", "Resets in"),
+    r"Automatically switching from|daily limit of requests with Gemini"
+    r"|Slow response times detected|\(Resets in [^)\n]{1,20}\)",
+    ("Automatically switching", "Slow response times", "Resets in", "limit of requests"),
 )
 _WENT_ON = Gated(
     r"Responding with [\w.\-]{2,60}",
@@ -265,10 +267,12 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
             )
     capacity = list(_CAPACITY.finditer(norm))
     if not any(finding.role == "stop" for finding in found) and not capacity:
+        # The message and its status repeat one fact: the first words say it.
         for match in _EXHAUSTED.finditer(norm):
             found.append(
                 findings.not_stated(PROVIDER, match.start(), match.end(), None, "the quota")
             )
+            break
     for match in capacity:
         found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
     for match in _COUNTDOWN.finditer(norm):

@@ -24,7 +24,10 @@ def is_quoted(text: Text, start: int, end: int) -> bool:
     norm = text.norm
     line_start = text.line_start(start)
     if _ASSISTANT_LINE.match(norm, line_start):
-        return True
+        # A transcript flattened onto one line: after the tool-result glyph ⎿ (folded to a
+        # space in norm) the words are the CLI's own output again.
+        before = text.original[text.original_offset(line_start) : text.original_offset(start)]
+        return "⎿" not in before
     before = norm[line_start:start].rstrip()
     if not before or before[-1] not in _OPENING_QUOTES:
         return False

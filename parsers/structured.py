@@ -32,6 +32,9 @@ MAX_JSON_LINE = 1 << 20
 
 _JSON_LINE = re.compile(r"^[ \t]{0,16}\{.*\}[ \t]*$", re.MULTILINE)
 
+#: How many layers of a logger's own JSON may wrap a CLI's event.
+_MAX_WRAPPING = 2
+
 _CLAUDE_SCOPES = {
     "five_hour": "five_hour",
     "seven_day": "weekly",
@@ -86,7 +89,9 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def _event(event: dict[str, Any], start: int, end: int, ctx: Context, out: Structured) -> None:
+def _event(
+    event: dict[str, Any], start: int, end: int, ctx: Context, out: Structured, depth: int = 0
+) -> None:
     kind = event.get("type")
     if kind == "rate_limit_event":
         _claude_rate_limit(event, start, end, ctx, out)
@@ -125,6 +130,11 @@ def _event(event: dict[str, Any], start: int, end: int, ctx: Context, out: Struc
             _codex_payload(msg, start, end, ctx, out)
     elif isinstance(event.get("error"), dict):
         _error_body(event["error"], start, end, ctx, out, None)
+    elif depth < _MAX_WRAPPING:
+        # A log line that wraps the CLI's event: {"captured_at": ..., "event": {...}}.
+        for value in event.values():
+            if isinstance(value, dict) and isinstance(value.get("type"), str):
+                _event(value, start, end, ctx, out, depth + 1)
 
 
 def _number(value: Any) -> float | None:
