@@ -9,8 +9,8 @@
     ('provider_quota', '2026-07-19T15:40:00+00:00', 'named_zone')
 
 `parse` never reads the clock, the network or the disk, and never raises on odd text: any
-string gives a Verdict. It raises ValueError only for a naive `observed_at` or an unknown
-`provider`.
+string gives a Verdict. It raises ValueError only for a naive `observed_at`, one outside
+the years 1971-9000, or an unknown `provider`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,10 @@ from parsers.text import Text, normalize
 from parsers.verdict import PROVIDERS, REFUSAL_CODES, Evidence, Provider, Refusal, Verdict
 
 __all__ = ["PROVIDERS", "REFUSAL_CODES", "Evidence", "Refusal", "Verdict", "parse"]
+
+# Far enough from datetime's limits that windows and grace never overflow.
+_EARLIEST_OBSERVED = datetime(1971, 1, 1, tzinfo=UTC)
+_LATEST_OBSERVED = datetime(9000, 1, 1, tzinfo=UTC)
 
 _SCANNERS = {"claude": claude.scan, "codex": codex.scan, "gemini": gemini.scan}
 
@@ -61,6 +65,8 @@ def parse(
     """
     if observed_at.tzinfo is None or observed_at.utcoffset() is None:
         raise ValueError("observed_at must be an aware datetime")
+    if not _EARLIEST_OBSERVED <= observed_at <= _LATEST_OBSERVED:
+        raise ValueError(f"observed_at {observed_at.isoformat()} is outside 1971-9000")
     if provider is not None and provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}; expected one of {PROVIDERS}")
     if not isinstance(text, str):
@@ -105,7 +111,7 @@ def parse(
 def _scan(source: Text, ctx: Context, provider: str | None) -> list[Finding]:
     """Findings from JSON lines first, then from the text with those lines hidden."""
     read = structured.read(source.norm, ctx)
-    found = list(read.findings)
+    found = [f for f in read.findings if provider is None or f.provider in (None, provider)]
     scanners = [_SCANNERS[provider]] if provider else list(_SCANNERS.values())
     if read.spans:
         hidden = list(source.norm)
@@ -126,6 +132,8 @@ def _scan(source: Text, ctx: Context, provider: str | None) -> list[Finding]:
             if finding.role != "stop" or not is_quoted(text_view, finding.start, finding.end)
         )
     for message in read.messages:
+        if provider is not None and message.provider not in (None, provider):
+            continue
         inner = normalize(message.text)
         inner_scanners = (
             [_SCANNERS[provider]]

@@ -32,11 +32,12 @@ from parsers.grammar import (
     TIME_12,
     ZONE_IN_PARENS,
     Gated,
-    all_needles,
     any_needle,
     any_within,
+    module_needles,
     month_number,
     read_duration,
+    squeeze,
 )
 from parsers.text import Text
 from parsers.timeres import Resolved, after_duration, at_epoch, window
@@ -75,7 +76,8 @@ _HIT_SCOPES = {
 }
 
 _RESET_LEAD = re.compile(
-    r"[.!]?\s{0,4}(?:[·|-]\s{0,4})?(?:Your\s+limit\s+will\s+reset\s+at|[Rr]esets(?:\s+at)?)\s{1,4}"
+    # The clause may wrap onto the next line under Claude's indentation.
+    r"[.!]?\s{0,16}(?:[·|-]\s{0,16})?(?:Your\s+limit\s+will\s+reset\s+at|[Rr]esets(?:\s+at)?)\s{1,4}"
 )
 _RESET_IN = re.compile(rf"in\s{{1,4}}(?P<duration>{DURATION})")
 _DATE = re.compile(
@@ -87,7 +89,8 @@ _TIME = re.compile(TIME_12)
 # The zone may wrap onto the next line under Claude's indentation.
 _ZONE = re.compile(r"\s{0,16}" + ZONE_IN_PARENS)
 _NATIVE = re.compile(
-    r"will\s+(?:auto-?)?continue|auto-?continu\w*|continue\s+when\s+(?:the\s+)?limit\s+resets",
+    r"will\s+(?:auto-?)?continue|auto-?continu\w*|continue\s+when\s+(?:the\s+)?limit\s+resets"
+    r"|continuing\s+automatically",
     re.IGNORECASE,
 )
 
@@ -103,7 +106,8 @@ _CREDITS = Gated(
 )
 _SPEND = Gated(
     r"(?:hit|reached)\s+(?:your\s+)?(?:org(?:anization)?'s\s+)?(?:monthly\s+)?"
-    r"spend(?:ing)?\s+(?:limit|cap)",
+    # "spend cap" is Codex's wording; Claude's is a spend limit.
+    r"spend(?:ing)?\s+limit",
     ("spend", "Spend", "SPEND"),
     re.IGNORECASE,
 )
@@ -122,6 +126,7 @@ _COUNTDOWN = Gated(
     r"(?:\(\s{0,2}attempt\s+\d{1,3}\s{0,2}/\s{0,2}\d{1,3}\s{0,2}\)|·\s{0,3}attempt\s+\d{1,3}/\d{1,3})",
     ("Retrying",),
 )
+_RETRIED_REACH = 400
 _RATE_LIMITED_ERROR = re.compile(r"\b429\b|rate_limit_error|rate limit", re.IGNORECASE)
 _TRANSIENT = Gated(
     r"overloaded_error|Overloaded\b|API Error:? \(?5\d\d\b|Internal server error"
@@ -164,9 +169,13 @@ _WARNING = Gated(
     r"|Usage credits are off|You've used \d{1,3}% of your",
     ("Approaching", "now using", "Usage credits", "You've used"),
 )
+# The session went on: the assistant answered again (a ⏺ or ● line that is no limit or error
+# line), or a scheduled wakeup resumed it. A prompt line (❯) is not enough: the empty input
+# box shows a placeholder there, and a draft may never be sent.
 _WENT_ON = Gated(
-    r"^[ \t]{0,8}❯[ \t]{1,3}\S|[Cc]ontinuing\s+automatically|Claude resuming",
-    ("❯", "ontinuing", "Claude resuming"),
+    r"^[ \t]{0,4}[⏺●][ \t]{1,3}(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset))\S"
+    r"|Claude resuming",
+    ("⏺", "●", "Claude resuming"),
     re.MULTILINE,
 )
 
@@ -212,7 +221,7 @@ def _reset_clause(
         return cursor, Refusal("unparseable", "a reset is announced but its time cannot be read")
     zone = _ZONE.match(norm, cursor)
     iana = None
-    if zone:
+    if zone and _looks_like_zone(zone.group("zone")):
         iana = zone.group("zone")
         cursor = zone.end()
     printed = clock.Printed(
@@ -226,6 +235,13 @@ def _reset_clause(
         as_printed=norm[lead.end() : cursor],
     )
     return cursor, clock.resolve(printed, ctx, PROVIDER, scope)
+
+
+def _looks_like_zone(words: str) -> bool:
+    """A parenthesis after a time names a zone only if it reads like one ("Area/City", UTC):
+    the next line's "(No content)" is not a zone."""
+    name = squeeze(words)
+    return "/" in name or name in ("UTC", "GMT", "Z")
 
 
 def _scope(match: re.Match[str]) -> str | None:
@@ -248,7 +264,7 @@ def _scope(match: re.Match[str]) -> str | None:
 
 
 #: A text with none of these needles holds nothing this scanner reads.
-_NEEDLES = all_needles(*(value for value in tuple(globals().values()) if isinstance(value, Gated)))
+_NEEDLES = module_needles(globals())
 
 
 def scan(text: Text, ctx: Context) -> list[Finding]:
@@ -321,7 +337,7 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
     for match in _TRANSIENT.finditer(norm):
         found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
     for match in _LOGIN.finditer(norm):
-        line = norm[text.line_start(match.start()) : text.line_end(match.end())]
+        line = text.around(match.start(), match.end())
         command = "/login" if "/login" in line else None
         found.append(
             findings.failure(
@@ -344,7 +360,9 @@ def _countdowns(text: Text, ctx: Context) -> list[Finding]:
     found = []
     for match in _COUNTDOWN.finditer(norm):
         seconds = float(match.group("value"))
-        context_start = text.line_start(max(text.line_start(match.start()) - 1, 0))
+        # The error a countdown retries stands on its line or the one before (within reach).
+        line_start = text.line_start(match.start())
+        context_start = max(text.line_start(max(line_start - 1, 0)), match.start() - _RETRIED_REACH)
         retried = norm[context_start : match.start()]
         rate_limited = bool(_RATE_LIMITED_ERROR.search(retried))
         found.append(

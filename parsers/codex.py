@@ -20,6 +20,7 @@ else "May 11th, 2026 1:36 PM". Forms read:
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from datetime import datetime
 from typing import Final
 
@@ -29,20 +30,18 @@ from parsers.grammar import (
     DURATION,
     MONTH_NAME,
     Gated,
-    all_needles,
     any_needle,
+    module_needles,
     month_number,
     read_duration,
     wrappable,
 )
 from parsers.text import Text
-from parsers.timeres import Resolved, after_duration, at_epoch, window
+from parsers.timeres import THROTTLE_S, Reset, Resolved, after_duration, at_epoch, window
 from parsers.verdict import Kind, Refusal
 from parsers.zones import ZoneError, host_zone
 
 PROVIDER: Final = "codex"
-#: A stated wait shorter than this is a throttle, not a stop (rule 10).
-THROTTLE_S = 300.0
 
 _USAGE_LIMIT = Gated(
     r"You(?:'ve|\s+have)\s+(?:hit|reached)\s+your\s+usage\s+limit"
@@ -284,10 +283,7 @@ def _retry_clause(norm: str, start: int, ctx: Context, scope: str | None) -> tup
 
 
 #: A text with none of these needles holds nothing this scanner reads.
-_NEEDLES = all_needles(
-    *(value for value in tuple(globals().values()) if isinstance(value, Gated)),
-    *(pattern for pattern, _, _ in _NO_RESET),
-)
+_NEEDLES = module_needles(globals(), *(pattern for pattern, _, _ in _NO_RESET))
 
 
 def scan(text: Text, ctx: Context) -> list[Finding]:
@@ -296,11 +292,10 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
     if not any_needle(norm, _NEEDLES):
         return []
     found: list[Finding] = []
-    body_spans = []
     for match in _BODY.finditer(norm):
+        # The body's own keys follow its type; a resets_at before it belongs to something else.
         reach = min(len(norm), match.end() + _BODY_REACH)
-        lookback = max(0, match.start() - _BODY_REACH)
-        resets_at = _BODY_RESETS_AT.search(norm, lookback, reach)
+        resets_at = _BODY_RESETS_AT.search(norm, match.end(), reach)
         if resets_at:
             resolved = at_epoch(
                 float(resets_at.group("epoch")),
@@ -310,7 +305,7 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
             )
             end = resets_at.end()
         else:
-            resets_in = _BODY_RESETS_IN.search(norm, lookback, reach)
+            resets_in = _BODY_RESETS_IN.search(norm, match.end(), reach)
             if resets_in:
                 resolved = after_duration(
                     float(resets_in.group("seconds")),
@@ -318,13 +313,14 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
                     resolution_s=0,
                     limit=window(PROVIDER, None),
                 )
+                if isinstance(resolved, Reset):
+                    resolved = replace(resolved, form="structured")
                 end = resets_in.end()
             else:
                 resolved = Refusal("not_stated", "the usage-limit body states no reset")
                 end = match.end()
-        start = min(match.start(), resets_at.start()) if resets_at else match.start()
-        body_spans.append((lookback, reach))
-        found.append(_structured(findings.stop(PROVIDER, start, end, resolved)))
+        start = match.start()
+        found.append(findings.as_structured(findings.stop(PROVIDER, start, end, resolved)))
     for match in _USAGE_LIMIT.finditer(norm):
         scope = "model" if match.group("limit_name") else None
         end, resolved = _retry_clause(norm, match.end(), ctx, scope)
@@ -358,12 +354,6 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
     for match in _WARNING.finditer(norm):
         found.append(findings.marker("warning", PROVIDER, match.start(), match.end()))
     return found
-
-
-def _structured(finding: Finding) -> Finding:
-    from dataclasses import replace
-
-    return replace(finding, structured=True)
 
 
 def _api_rate_limit(norm: str, match: re.Match[str], ctx: Context) -> Finding:

@@ -2,16 +2,17 @@
 
 A stop banner counts while no later line shows the session went on. Among the live banners,
 per scope the last printed decides; across scopes the latest reset decides (every exhausted
-window must clear). A banner that states nothing (not_stated) yields to one that does.
+window must clear). A limit that names neither window nor time yields to one that does.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
+from datetime import datetime
 
 from parsers.findings import Finding
-from parsers.timeres import Reset
+from parsers.timeres import Reset, Stale
 from parsers.verdict import Refusal
 
 #: Two live banners of one scope may differ by their resolution plus this before they conflict.
@@ -39,26 +40,30 @@ def _live_stops(ordered: list[Finding]) -> list[Finding]:
 
 def _without_retried_errors(ordered: list[Finding]) -> list[Finding]:
     """A rate-limit error that a client countdown is retrying is not a stop (rule 10)."""
-    # Countdown spans do not overlap one another, so the nearest start before decides.
-    countdowns = [f for f in ordered if f.role == "countdown"]
-    starts = [c.start for c in countdowns]
+    spans = [(f.start, f.end) for f in ordered if f.role == "countdown"]
+    # Countdowns sorted by start; the furthest end so far covers every start before it.
+    starts = [start for start, _ in spans]
+    reach: list[int] = []
+    for _, end in spans:
+        reach.append(max(end, reach[-1]) if reach else end)
     kept = []
     for finding in ordered:
         index = bisect_right(starts, finding.start) - 1
-        retried = finding.role == "stop" and index >= 0 and finding.start < countdowns[index].end
-        if retried and finding.refusal is not None and finding.refusal.code == "not_stated":
+        covered = index >= 0 and finding.start < reach[index]
+        if finding.role == "stop" and covered and _code(finding) == "not_stated":
             continue
         kept.append(finding)
     return kept
 
 
+def _code(finding: Finding) -> str | None:
+    refusal = finding.refusal
+    return refusal.code if refusal is not None else None
+
+
 def decide(found: list[Finding]) -> Decision:
     ordered = _without_retried_errors(sorted(found, key=lambda f: (f.start, f.end)))
-    stops = _live_stops(ordered)
-    # Structured sources beat text (rule 9).
-    structured = [f for f in stops if f.structured]
-    if structured:
-        stops = structured
+    stops = _structured_first(_live_stops(ordered))
     if stops:
         return _decide_stops(stops)
     failures = [f for f in ordered if f.role in ("failure", "countdown")]
@@ -69,6 +74,65 @@ def decide(found: list[Finding]) -> Decision:
     if warnings:
         return Decision(warnings[-1])
     return Decision(None)
+
+
+def _structured_first(stops: list[Finding]) -> list[Finding]:
+    """Rule 9: a structured reset speaks for the text about the same limit. Text stops that
+    repeat it, or that cannot be read on their own (no time, no zone), give way; a text stop
+    naming another window, or another reset, or saying waiting will not help, stays. A
+    structured reset that has passed still speaks: that limit has cleared."""
+    anchors = [f for f in stops if f.structured and _instant(f) is not None]
+    if not anchors:
+        return stops
+    scopes = {f.scope for f in stops if f.structured}
+    kept = []
+    for finding in stops:
+        if finding.structured or _code(finding) == "no_reset":
+            kept.append(finding)
+        elif finding.reset is None:
+            if finding.scope is not None and finding.scope not in scopes:
+                kept.append(finding)
+        elif not any(_same_limit(finding, anchor) for anchor in anchors):
+            kept.append(finding)
+    return kept
+
+
+def _instant(finding: Finding) -> datetime | None:
+    if finding.reset is not None:
+        return finding.reset.at
+    refusal = finding.refusal
+    return refusal.at if isinstance(refusal, Stale) else None
+
+
+#: Scopes that name the same rolling window.
+_SAME_WINDOW = {"five_hour": "five_hour", "session": "five_hour"}
+#: A printed time of day may be read a DST shift (at most 1 h) or whole days off the
+#: structured instant it repeats.
+_WALL_TIME_DRIFT_S = 3600
+
+
+def _same_limit(text: Finding, anchor: Finding) -> bool:
+    """Whether a text stop repeats a structured one: the same instant; or, for a time of day
+    about the same window (or none named), the same wall time read on another day or across
+    a DST fold."""
+    reset = text.reset
+    instant = _instant(anchor)
+    assert reset is not None and instant is not None
+    slack = reset.resolution_s + CONFLICT_SLACK_S
+    gap = abs((reset.at - instant).total_seconds())
+    if gap <= slack:
+        return True
+    window = _SAME_WINDOW.get(text.scope or "", text.scope)
+    same_window = text.scope is None or window == _SAME_WINDOW.get(anchor.scope or "", anchor.scope)
+    if not same_window or reset.form not in ("named_zone", "offset_zone", "local_time"):
+        return False
+    off_by_days = gap % 86400
+    return min(off_by_days, 86400 - off_by_days) <= slack + _WALL_TIME_DRIFT_S
+
+
+def _same_reset(first: Reset, second: Reset) -> bool:
+    gap = abs((first.at - second.at).total_seconds())
+    return gap <= max(first.resolution_s, second.resolution_s) + CONFLICT_SLACK_S
 
 
 def _episode_start(failures: list[Finding], chosen: Finding) -> int:
@@ -94,27 +158,38 @@ def _last_failure(failures: list[Finding]) -> Finding:
     return failures[-1]
 
 
+def _weak(finding: Finding) -> bool:
+    """A limit that names no window and no time (an API body's "try again later") adds
+    nothing to a banner that states one."""
+    return _code(finding) == "not_stated" and finding.scope is None
+
+
 def _decide_stops(stops: list[Finding]) -> Decision:
-    no_reset = [f for f in stops if f.refusal is not None and f.refusal.code == "no_reset"]
+    no_reset = [f for f in stops if _code(f) == "no_reset"]
     if no_reset:
         return Decision(no_reset[-1])
-    stated = [f for f in stops if not (f.refusal is not None and f.refusal.code == "not_stated")]
-    if not stated:
+    strong = [f for f in stops if not _weak(f)]
+    if not strong:
         return Decision(stops[-1])
     by_scope: dict[str | None, list[Finding]] = {}
-    for finding in stated:
+    for finding in strong:
         by_scope.setdefault(finding.scope, []).append(finding)
     deciders: list[Finding] = []
     for scope_findings in by_scope.values():
-        last = scope_findings[-1]
+        if all(f.structured for f in scope_findings):
+            # Rule 9: the latest reset among the rejected events of a window.
+            with_reset = [f for f in scope_findings if f.reset is not None]
+            deciders.append(max(with_reset, key=_reset_key) if with_reset else scope_findings[-1])
+            continue
         conflict = _conflict(scope_findings)
         if conflict is not None:
-            return Decision(last, conflict)
-        deciders.append(last)
+            return Decision(scope_findings[-1], conflict)
+        deciders.append(scope_findings[-1])
     with_reset = [f for f in deciders if f.reset is not None]
     refused = [f for f in deciders if f.reset is None]
-    # A stale window has already cleared; any other refusal leaves one window unknown.
-    blocking = [f for f in refused if f.refusal is None or f.refusal.code != "stale"]
+    # A stale window has already cleared; any other refusal leaves a window unknown, and
+    # every exhausted window must clear before a resume.
+    blocking = [f for f in refused if _code(f) != "stale"]
     if blocking:
         return Decision(max(blocking, key=lambda f: f.start))
     if with_reset:
@@ -135,8 +210,7 @@ def _conflict(scope_findings: list[Finding]) -> Refusal | None:
         return None
     last = resets[-1]
     for earlier in resets[:-1]:
-        gap = abs((last.at - earlier.at).total_seconds())
-        if gap > max(last.resolution_s, earlier.resolution_s) + CONFLICT_SLACK_S:
+        if not _same_reset(earlier, last):
             return Refusal(
                 "conflicting",
                 f"two banners of one limit name resets {earlier.at.isoformat()} and "

@@ -103,6 +103,11 @@ def failure(
     )
 
 
+def as_structured(finding: Finding) -> Finding:
+    """The same finding, read from a structured field (rule 9)."""
+    return replace(finding, structured=True)
+
+
 def marker(role: Role, provider: Provider | None, start: int, end: int) -> Finding:
     return Finding(role=role, kind="none", provider=provider, start=start, end=end)
 

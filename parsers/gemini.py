@@ -23,15 +23,13 @@ from typing import Final
 
 from parsers import clock, findings
 from parsers.findings import Context, Finding
-from parsers.grammar import DURATION, Gated, all_needles, any_needle, any_within, read_duration
+from parsers.grammar import DURATION, Gated, any_needle, any_within, module_needles, read_duration
 from parsers.text import Text
-from parsers.timeres import Resolved, after_duration, window
+from parsers.timeres import THROTTLE_S, Resolved, after_duration, window
 from parsers.verdict import Refusal
 from parsers.zones import abbreviation_in_host_zone, printed_zone
 
 PROVIDER: Final = "gemini"
-#: Gemini CLI itself treats a stated wait up to this long as retryable (rule 10).
-THROTTLE_S = 300.0
 _REACH = 400
 
 _USAGE_LIMIT = Gated(
@@ -170,7 +168,7 @@ def _access_resets(match: re.Match[str], ctx: Context) -> Resolved:
 
 
 #: A text with none of these needles holds nothing this scanner reads.
-_NEEDLES = all_needles(*(value for value in tuple(globals().values()) if isinstance(value, Gated)))
+_NEEDLES = module_needles(globals())
 
 
 def scan(text: Text, ctx: Context) -> list[Finding]:
@@ -266,7 +264,9 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
                 findings.not_stated(PROVIDER, match.start(), match.end(), scope, "the API quota")
             )
     capacity = list(_CAPACITY.finditer(norm))
-    if not any(finding.role == "stop" for finding in found) and not capacity:
+    # RESOURCE_EXHAUSTED is in every 429 body; it speaks only when nothing more precise did
+    # (a daily quota, a wait, a capacity reason).
+    if not found and not capacity:
         # The message and its status repeat one fact: the first words say it.
         for match in _EXHAUSTED.finditer(norm):
             found.append(
@@ -278,18 +278,20 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
     for match in _COUNTDOWN.finditer(norm):
         if text.line_start(match.start()) in waits_on_line:
             continue
+        # "Attempt 1 failed: <error>. Retrying after 6173ms...": the countdown covers the
+        # error it retries (rule 10), from the start of its line.
         found.append(
             findings.Finding(
                 role="countdown",
                 kind="transient",
                 provider=PROVIDER,
-                start=match.start(),
+                start=max(text.line_start(match.start()), match.start() - _REACH),
                 end=match.end(),
                 retry_after_s=int(match.group("ms")) / 1000.0,
             )
         )
     for match in _LOGIN.finditer(norm):
-        line = norm[text.line_start(match.start()) : text.line_end(match.end())]
+        line = text.around(match.start(), match.end())
         command = "/auth" if "/auth" in line else None
         found.append(
             findings.failure(

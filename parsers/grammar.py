@@ -108,6 +108,13 @@ def all_needles(*gated: Gated) -> tuple[str, ...]:
     return tuple(sorted({needle for pattern in gated for needle in pattern.needles}))
 
 
+def module_needles(namespace: dict[str, object], *extra: Gated) -> tuple[str, ...]:
+    """Every needle of the Gated patterns a scanner module defines (plus `extra` ones kept in
+    tables): a text with none of them holds nothing that scanner reads."""
+    gated = [value for value in namespace.values() if isinstance(value, Gated)]
+    return all_needles(*gated, *extra)
+
+
 def any_needle(text: str, needles: tuple[str, ...]) -> bool:
     for needle in needles:  # noqa: SIM110 - no generator on the hot path
         if needle in text:

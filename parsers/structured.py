@@ -23,14 +23,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.findings import Context, Finding, marker, stop
+from parsers.findings import Context, Finding, as_structured, marker, stop
 from parsers.timeres import at_epoch, window
 from parsers.verdict import Provider, Refusal
 
 #: Lines longer than this are not decoded as JSON (they are still scanned as text).
 MAX_JSON_LINE = 1 << 20
 
-_JSON_LINE = re.compile(r"^[ \t]{0,16}\{.*\}[ \t]*$", re.MULTILINE)
+# Machine-readable output starts at the line's first column; an indented JSON line is a tool's
+# output shown in a transcript (rule 8), read as text if at all.
+_JSON_LINE = re.compile(r"^\{.*\}[ \t]*$", re.MULTILINE)
 
 #: How many layers of a logger's own JSON may wrap a CLI's event.
 _MAX_WRAPPING = 2
@@ -80,8 +82,9 @@ def json_lines(norm: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
 def read(norm: str, ctx: Context) -> Structured:
     out = Structured(findings=[], messages=[], spans=[])
     for start, end, event in json_lines(norm):
-        out.spans.append((start, end))
-        _event(event, start, end, ctx, out)
+        # A line of a shape no CLI prints stays visible to the text scanners.
+        if _event(event, start, end, ctx, out):
+            out.spans.append((start, end))
     return out
 
 
@@ -91,29 +94,38 @@ def _text(value: Any) -> str | None:
 
 def _event(
     event: dict[str, Any], start: int, end: int, ctx: Context, out: Structured, depth: int = 0
-) -> None:
+) -> bool:
+    """Read one event; False when it is of no shape a CLI prints."""
     kind = event.get("type")
     if kind == "rate_limit_event":
         _claude_rate_limit(event, start, end, ctx, out)
     elif kind == "result":
-        if event.get("is_error") is True or str(event.get("subtype", "")).startswith("error"):
-            message = _text(event.get("result")) or _text(_nested(event, "error", "message"))
-            if message:
-                out.messages.append(Message(message, "claude", start, end))
-            elif isinstance(event.get("error"), dict):
-                _error_body(event["error"], start, end, ctx, out, None)
-        else:
+        failed = (
+            event.get("is_error") is True
+            or str(event.get("subtype", "")).startswith("error")
+            or event.get("status") == "error"
+        )
+        if not failed:
             out.findings.append(marker("went_on", None, start, end))
-    elif kind in ("assistant", "user"):
-        model = _nested(event, "message", "model")
-        if kind == "assistant" and model != "<synthetic>":
+        elif message := _text(event.get("result")):
+            out.messages.append(Message(message, None, start, end))
+        elif isinstance(event.get("error"), dict):
+            _error_body(event["error"], start, end, out)
+    elif kind == "assistant":
+        if _nested(event, "message", "model") == "<synthetic>":
+            # Claude prints its own limit banner as a synthetic assistant message.
+            for text in _content_texts(_nested(event, "message", "content")):
+                out.messages.append(Message(text, "claude", start, end))
+        else:
             out.findings.append(marker("went_on", "claude", start, end))
+    elif kind == "user" or (kind == "message" and event.get("role") in ("user", "assistant")):
+        pass  # a turn's content: never read as a limit (rule 8)
     elif kind == "system" and event.get("subtype") == "init":
         out.findings.append(marker("went_on", "claude", start, end))
     elif kind in ("error", "turn.failed"):
         message = _text(event.get("message")) or _text(_nested(event, "error", "message"))
         if message:
-            out.messages.append(Message(message, "codex", start, end))
+            out.messages.append(Message(message, None, start, end))
     elif kind in ("turn.started", "turn.completed", "thread.started", "init"):
         out.findings.append(marker("went_on", None, start, end))
     elif kind == "event_msg":
@@ -129,12 +141,28 @@ def _event(
         else:
             _codex_payload(msg, start, end, ctx, out)
     elif isinstance(event.get("error"), dict):
-        _error_body(event["error"], start, end, ctx, out, None)
+        _error_body(event["error"], start, end, out)
     elif depth < _MAX_WRAPPING:
         # A log line that wraps the CLI's event: {"captured_at": ..., "event": {...}}.
-        for value in event.values():
-            if isinstance(value, dict) and isinstance(value.get("type"), str):
-                _event(value, start, end, ctx, out, depth + 1)
+        inner = [
+            v for v in event.values() if isinstance(v, dict) and isinstance(v.get("type"), str)
+        ]
+        return any([_event(value, start, end, ctx, out, depth + 1) for value in inner])
+    else:
+        return False
+    return True
+
+
+def _content_texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    if not isinstance(content, list):
+        return []
+    return [
+        block["text"]
+        for block in content
+        if isinstance(block, dict) and isinstance(block.get("text"), str)
+    ]
 
 
 def _number(value: Any) -> float | None:
@@ -173,7 +201,7 @@ def _claude_rate_limit(
         resolved = Refusal("not_stated", "the rejected rate_limit_event carries no resetsAt")
     else:
         resolved = Refusal("unparseable", f"resetsAt {str(resets_at)[:40]!r} is not an epoch")
-    out.findings.append(_structured(stop("claude", start, end, resolved, scope)))
+    out.findings.append(as_structured(stop("claude", start, end, resolved, scope)))
 
 
 def _codex_payload(
@@ -206,23 +234,13 @@ def _codex_payload(
     resolved = at_epoch(
         float(best[0]), ctx.observed_at, limit=window("codex", best[1]), form="structured"
     )
-    out.findings.append(_structured(stop("codex", start, end, resolved, best[1])))
+    out.findings.append(as_structured(stop("codex", start, end, resolved, best[1])))
 
 
-def _error_body(
-    error: dict[str, Any],
-    start: int,
-    end: int,
-    ctx: Context,
-    out: Structured,
-    provider: Provider | None,
-) -> None:
-    """An API error body on one line: its message is read as text; the text scanners also
-    read its structured keys (resets_at, retryDelay), which they recognise in any layout."""
-    out.messages.append(Message(json.dumps({"error": error}), provider, start, end))
-
-
-def _structured(finding: Finding) -> Finding:
-    from dataclasses import replace
-
-    return replace(finding, structured=True)
+def _error_body(error: dict[str, Any], start: int, end: int, out: Structured) -> None:
+    """An API error body on one line: its message is read as text, and the rest of the body
+    too (unescaped), where the text scanners find resets_at and retryDelay in any layout."""
+    message = _text(error.get("message")) or ""
+    rest = {key: value for key, value in error.items() if key != "message"}
+    body = json.dumps(rest, ensure_ascii=False)
+    out.messages.append(Message(f"{message}\n{body}", None, start, end))

@@ -7,7 +7,7 @@ Patterns run on `Text.norm`; every offset into it maps back to the caller's orig
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 
 # CSI (colours, cursor moves), OSC (titles, OSC 8 hyperlinks) ended by BEL or ST or cut off,
@@ -18,6 +18,9 @@ _ESCAPES = re.compile(
     r"|\x9b[0-?]*[ -/]*[@-~]"
     r"|\x1b[@-Z\\-_]"
 )
+
+
+_NEWLINE = re.compile("\n")
 
 
 def _fold_table() -> dict[int, str]:
@@ -57,6 +60,7 @@ class Text:
     # (norm offset, original offset) at the start of every kept run; strictly increasing.
     _runs_norm: list[int] = field(default_factory=list)
     _runs_orig: list[int] = field(default_factory=list)
+    _newlines: list[int] | None = None
 
     def original_offset(self, norm_offset: int) -> int:
         """Where a position in `norm` stands in the original text."""
@@ -76,11 +80,27 @@ class Text:
         return original_start, original_end
 
     def line_start(self, offset: int) -> int:
-        return self.norm.rfind("\n", 0, offset) + 1
+        """Where the line holding norm[offset] starts (a binary search: a megabyte-long line
+        with many matches on it stays linear)."""
+        newlines = self._line_breaks()
+        index = bisect_left(newlines, offset) - 1
+        return newlines[index] + 1 if index >= 0 else 0
 
     def line_end(self, offset: int) -> int:
-        end = self.norm.find("\n", offset)
-        return len(self.norm) if end < 0 else end
+        newlines = self._line_breaks()
+        index = bisect_left(newlines, offset)
+        return newlines[index] if index < len(newlines) else len(self.norm)
+
+    def around(self, start: int, end: int, reach: int = 240) -> str:
+        """norm[start:end] with the rest of its line(s), at most `reach` on either side."""
+        low = max(self.line_start(start), start - reach)
+        high = min(self.line_end(end), end + reach)
+        return self.norm[low:high]
+
+    def _line_breaks(self) -> list[int]:
+        if self._newlines is None:
+            self._newlines = [match.start() for match in _NEWLINE.finditer(self.norm)]
+        return self._newlines
 
 
 def normalize(original: str) -> Text:

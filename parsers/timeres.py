@@ -11,6 +11,9 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 
 from parsers.verdict import Form, Provider, Refusal
 
+#: A stated wait shorter than this is a throttle, not a stop (rule 10).
+THROTTLE_S = 300.0
+
 #: A reset that passed this long ago is still that instant (due at once), not the next one.
 GRACE = timedelta(minutes=10)
 
@@ -91,11 +94,20 @@ def _gap(day: date, hour: int, minute: int, zone: tzinfo) -> Refusal:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Stale(Refusal):
+    """A stale refusal that remembers the passed instant: a structured reset that passed
+    still tells which day a time-of-day banner about the same limit meant."""
+
+    at: datetime
+
+
 def _stale(at: datetime, observed_at: datetime) -> Refusal:
-    return Refusal(
+    return Stale(
         "stale",
         f"the stated reset {at.isoformat()} passed before "
         f"{observed_at.astimezone(UTC).isoformat()}",
+        at,
     )
 
 
@@ -125,14 +137,15 @@ def next_time_of_day(
     day = earliest.astimezone(zone).date()
     for _ in range(3):
         at = local_instant(day, hour, minute, zone)
+        # The first reading of the wall time (fold=0): in a DST fold the earlier instant, which
+        # decides whether the day is in range; the answer is still the later one (never early).
+        first = datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone).astimezone(UTC)
         if at is None:
-            candidate_day = day
             # A gap on a day whose time would be in the past anyway does not matter.
-            probe = datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone)
-            if probe.astimezone(UTC) >= earliest:
-                return _gap(candidate_day, hour, minute, zone)
+            if first >= earliest:
+                return _gap(day, hour, minute, zone)
         elif at >= earliest:
-            if at > observed_at + limit:
+            if first > observed_at + limit:
                 return Refusal(
                     "stale",
                     f"the next {hour:02d}:{minute:02d} in {zone} is {at.isoformat()}, further "
@@ -204,6 +217,10 @@ def after_duration(
     seconds: float, observed_at: datetime, *, resolution_s: int, limit: timedelta
 ) -> Resolved:
     """Rule 6: a duration counts from when the message was printed."""
+    if not seconds <= limit.total_seconds():
+        return Refusal(
+            "out_of_window", f"a wait of {seconds:.0f} s is longer than this limit's {limit}"
+        )
     at = (observed_at + timedelta(seconds=seconds)).astimezone(UTC)
     return _check_ahead(at, observed_at, limit, resolution_s, "duration")
 

@@ -6,7 +6,7 @@ hosts; field names and values are listed in DESIGN.md section 1 and the README.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -73,7 +73,6 @@ class Verdict:
     native_auto_continue: bool = False
     login_command: str | None = None
     evidence: Evidence | None = None
-    notes: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         if self.reset_at is not None:
