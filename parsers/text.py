@@ -106,6 +106,11 @@ class Text:
 def normalize(original: str) -> Text:
     """Strip terminal escapes and fold look-alike characters, remembering where each run came
     from. Replacements are one character for one, so only removed escapes shift offsets."""
+    if "\x1b" not in original and "\x9b" not in original:
+        # No escapes: one run, offsets equal.
+        return Text(
+            original=original, norm=original.translate(_FOLD), _runs_norm=[0], _runs_orig=[0]
+        )
     runs_norm: list[int] = []
     runs_orig: list[int] = []
     pieces: list[str] = []
