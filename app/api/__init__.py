@@ -1,0 +1,1 @@
+"""The HTTP API: thin FastAPI routes over the domain functions."""

@@ -1,0 +1,70 @@
+"""Prometheus metrics: failures by provider and kind, refusals by code, problems by code
+(counted in this process), and marks by state (read from the database at each scrape)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from app.db import Database
+from app.repository import marks as mark_repo
+
+MARK_STATES = (
+    "armed", "claimed", "sending", "done", "failed", "uncertain", "superseded", "cleared",
+    "expired", "logged",
+)  # fmt: skip
+
+
+class MarksByState(Collector):
+    """rewake_marks{state}: how many marks are in each state now."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+
+    def collect(self) -> Iterator[Metric]:
+        gauge = GaugeMetricFamily("rewake_marks", "Auto-resume marks by state", labels=["state"])
+        with self.database.reader() as db:
+            counts = mark_repo.count_by_state(db)
+        for state in sorted(set(MARK_STATES) | set(counts)):
+            gauge.add_metric([state], counts.get(state, 0))
+        yield gauge
+
+
+class Metrics:
+    """One registry per app, so that several apps (tests) never share counters."""
+
+    def __init__(self, database: Database) -> None:
+        self.registry = CollectorRegistry()
+        self.failures = Counter(
+            "rewake_failures",
+            "Failure reports stored, by provider and failure kind",
+            ["provider", "kind"],
+            registry=self.registry,
+        )
+        self.refusals = Counter(
+            "rewake_refusals",
+            "Failure reports whose verdict refused a reset time, by refusal code",
+            ["code"],
+            registry=self.registry,
+        )
+        self.problems = Counter(
+            "rewake_problems", "Error answers, by problem code", ["code"], registry=self.registry
+        )
+        self.registry.register(MarksByState(database))
+
+    def failure_stored(self, answer: dict[str, Any]) -> None:
+        verdict = answer.get("verdict") or {}
+        self.failures.labels(verdict.get("provider") or "unknown", answer["failure_kind"]).inc()
+        refusal = verdict.get("refusal")
+        if refusal:
+            self.refusals.labels(refusal["code"]).inc()
+
+    def problem(self, code: str) -> None:
+        self.problems.labels(code).inc()
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

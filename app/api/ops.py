@@ -1,0 +1,68 @@
+"""Operations routes: liveness, readiness, metrics, the OpenAPI schema, and stateless parse."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, Response
+
+from app import migrations
+from app.api.deps import Actor, Ctx, Svc
+from app.api.problems import problem
+from app.api.schemas import ParseBody
+from app.domain.rules import check_observed_at, clean_text
+from app.repository import sessions as repo
+from app.settings import SWEEPER_FRESH_S
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz", summary="Liveness: the process answers (no auth, no database)")
+def healthz() -> JSONResponse:
+    return JSONResponse({"status": "ok"})
+
+
+@router.get("/readyz", summary="Readiness: database, schema current, a sweeper seen in 90 s")
+def readyz(svc: Svc, _who: Actor) -> JSONResponse:
+    now = svc.clock()
+    checks: dict[str, dict[str, object]] = {}
+    try:
+        status = migrations.schema_status(svc.database.engine)
+        checks["database"] = {"ok": True}
+        checks["schema"] = {
+            "ok": status.is_current,
+            "current": list(status.current),
+            "head": list(status.head),
+        }
+        with svc.database.reader() as db:
+            seen = repo.latest_heartbeat(db)
+        fresh = seen is not None and now - seen <= timedelta(seconds=SWEEPER_FRESH_S)
+        checks["sweeper"] = {"ok": fresh, "seen_at": seen.isoformat() if seen else None}
+    except Exception as error:  # any failure to reach the database means not ready
+        checks["database"] = {"ok": False, "error": type(error).__name__}
+    ready = all(check["ok"] for check in checks.values()) and len(checks) == 3
+    if not ready:
+        failing = ", ".join(name for name, check in checks.items() if not check["ok"])
+        return problem(503, "not_ready", f"not ready: {failing}", checks=checks)
+    return JSONResponse({"status": "ready", "checks": checks})
+
+
+@router.get("/metrics", summary="Prometheus metrics")
+def metrics(svc: Svc, _who: Actor) -> Response:
+    return Response(svc.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+@router.get("/openapi.json", include_in_schema=False)
+def openapi(request: Request, _who: Actor) -> JSONResponse:
+    return JSONResponse(request.app.openapi())
+
+
+@router.post("/api/parse", summary="Parse CLI output statelessly: the Verdict JSON")
+def parse(body: ParseBody, ctx: Ctx, svc: Svc) -> JSONResponse:
+    observed_at = body.observed_at or ctx.now
+    check_observed_at(observed_at, ctx.now)
+    verdict = svc.parse(
+        clean_text(body.message), observed_at=observed_at, zone=body.zone, provider=body.provider
+    )
+    return JSONResponse(verdict.to_json())

@@ -1,0 +1,165 @@
+"""The session API: thin routes that call one domain function each and own the commit.
+
+Writes run through `Database.write` (one transaction, committed, on the writer threads);
+reads are plain `def` routes on the thread pool.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from app.api.deps import Ctx, Reader, Svc
+from app.api.schemas import (
+    AttemptBody,
+    AutoResumeBody,
+    FailureBody,
+    ResolveBody,
+    RootId,
+    RunId,
+)
+from app.domain import failures, marks, sessions
+from app.domain.errors import DomainError
+from app.domain.rules import FailureKind, clean_text
+from app.logs import log_event
+from app.repository.sessions import SessionFilter
+
+logger = logging.getLogger("rewake.api")
+router = APIRouter(prefix="/api/agent/runs", tags=["sessions"])
+
+#: Longer CLI output is parsed on a worker thread, not on the event loop.
+INLINE_PARSE_CHARS = 16_384
+
+#: `GET /api/agent/runs/tombstones/{root_id}` owns this word; no session may be called so.
+RESERVED_ROOT_IDS = frozenset({"tombstones"})
+
+
+def _answer(content: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(content, status_code=status)
+
+
+def _refuse_reserved(root_id: str) -> None:
+    if root_id in RESERVED_ROOT_IDS:
+        raise DomainError("invalid_request", f"{root_id!r} is reserved and cannot be a root_id")
+
+
+@router.get("/tombstones/{root_id}", summary="What a deleted session was")
+def get_tombstone(root_id: RootId, ctx: Ctx, db: Reader) -> JSONResponse:
+    return _answer(sessions.tombstone_view(db, root_id, ctx))
+
+
+@router.post(
+    "/{root_id}/runs/{run_id}/failures",
+    status_code=201,
+    summary="Report a failed attempt (201 when new, 200 for the same report again)",
+)
+async def report_failure(
+    root_id: RootId, run_id: RunId, body: FailureBody, ctx: Ctx, svc: Svc
+) -> JSONResponse:
+    _refuse_reserved(root_id)
+    report = body.to_report(root_id, run_id)
+    if len(report.message) > INLINE_PARSE_CHARS or report.events:
+        read = await run_in_threadpool(failures.read_report, report, parse=svc.parse, now=ctx.now)
+    else:  # a banner-sized text parses in well under a millisecond: no thread hop
+        read = failures.read_report(report, parse=svc.parse, now=ctx.now)
+    answer, created = await svc.database.write(lambda db: failures.store_failure(db, read, ctx=ctx))
+    if created:
+        svc.metrics.failure_stored(answer)
+        log_event(
+            logger, "failure_reported", root_id=root_id, run_id=run_id, attempt=body.attempt,
+            kind=answer["failure_kind"], reset_at=answer["verdict"].get("reset_at"),
+        )  # fmt: skip
+    return _answer(answer, 201 if created else 200)
+
+
+@router.post("/{root_id}/runs/{run_id}/attempts", summary="An attempt started or completed")
+async def record_attempt(
+    root_id: RootId, run_id: RunId, body: AttemptBody, ctx: Ctx, svc: Svc
+) -> JSONResponse:
+    _refuse_reserved(root_id)
+    answer = await svc.database.write(
+        lambda db: sessions.record_attempt(db, root_id, run_id, body.attempt, body.status, ctx)
+    )
+    return _answer(answer)
+
+
+@router.post("/{root_id}/runs/{run_id}/resume", summary="A manual resume happened")
+async def manual_resume(root_id: RootId, run_id: RunId, ctx: Ctx, svc: Svc) -> JSONResponse:
+    answer = await svc.database.write(lambda db: sessions.manual_resume(db, root_id, run_id, ctx))
+    log_event(logger, "manual_resume", root_id=root_id, run_id=run_id, actor=ctx.actor)
+    return _answer(answer)
+
+
+@router.put("/{root_id}/auto-resume", summary="Turn auto-resume on or off")
+async def put_auto_resume(
+    root_id: RootId, body: AutoResumeBody, ctx: Ctx, svc: Svc
+) -> JSONResponse:
+    mark = await svc.database.write(
+        lambda db: marks.set_auto_resume(
+            db, root_id, enabled=body.enabled, despite_native=body.despite_native, ctx=ctx
+        )
+    )
+    log_event(
+        logger, "auto_resume_set", root_id=root_id, enabled=body.enabled, state=mark["state"],
+        actor=ctx.actor,
+    )  # fmt: skip
+    return _answer(mark)
+
+
+@router.get("/{root_id}/auto-resume", summary="The session's mark")
+def get_auto_resume(root_id: RootId, ctx: Ctx, db: Reader) -> JSONResponse:
+    return _answer(marks.mark_view(db, root_id, ctx))
+
+
+@router.post("/{root_id}/auto-resume/resolve", summary="Settle an uncertain mark")
+async def resolve_auto_resume(
+    root_id: RootId, body: ResolveBody, ctx: Ctx, svc: Svc
+) -> JSONResponse:
+    mark = await svc.database.write(lambda db: marks.resolve_mark(db, root_id, body.outcome, ctx))
+    log_event(logger, "mark_resolved", root_id=root_id, outcome=body.outcome, actor=ctx.actor)
+    return _answer(mark)
+
+
+@router.post("/{root_id}/cancel", summary="Cancel the session (final)")
+async def cancel(root_id: RootId, ctx: Ctx, svc: Svc) -> JSONResponse:
+    view = await svc.database.write(lambda db: sessions.cancel_session(db, root_id, ctx))
+    log_event(logger, "session_cancelled", root_id=root_id, actor=ctx.actor)
+    return _answer(view)
+
+
+@router.delete("/{root_id}", summary="Delete a finished or cancelled session")
+async def delete(root_id: RootId, ctx: Ctx, svc: Svc) -> JSONResponse:
+    tombstone = await svc.database.write(lambda db: sessions.delete_session(db, root_id, ctx))
+    log_event(logger, "session_deleted", root_id=root_id, actor=ctx.actor)
+    return _answer(tombstone)
+
+
+@router.get("/{root_id}", summary="A session: runs, attempts, failures, mark, timeline")
+def get_session(root_id: RootId, ctx: Ctx, db: Reader) -> JSONResponse:
+    return _answer(sessions.session_view(db, root_id, ctx))
+
+
+@router.get("", summary="Sessions, most recently changed first")
+def list_sessions(
+    ctx: Ctx,
+    db: Reader,
+    state: Annotated[str | None, Query(pattern="^(running|paused|finished|cancelled)$")] = None,
+    mark_state: Annotated[str | None, Query(pattern="^[a-z_]{1,16}$")] = None,
+    failure_kind: FailureKind | None = None,
+    provider: Annotated[str | None, Query(pattern="^(claude|codex|gemini)$")] = None,
+    account_key: Annotated[str | None, Query(max_length=200)] = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> JSONResponse:
+    where = SessionFilter(
+        state=state,
+        mark_state=mark_state,
+        failure_kind=failure_kind,
+        provider=provider,
+        account_key=clean_text(account_key) if account_key is not None else None,
+    )
+    return _answer(sessions.list_sessions(db, where, limit=limit, offset=offset, ctx=ctx))

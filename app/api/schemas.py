@@ -1,0 +1,87 @@
+"""Request bodies and path parameters. Field names are a contract (DESIGN.md section 2);
+unknown fields are ignored so that hosts may send more."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from fastapi import Path
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
+
+from app.domain.failures import FailureReport
+from app.domain.rules import FailureKind
+
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
+ID_HELP = "1 to 200 of A-Z a-z 0-9 . _ : @ -, starting with a letter or digit"
+
+RootId = Annotated[str, Path(pattern=ID_PATTERN, max_length=200, description=ID_HELP)]
+RunId = Annotated[str, Path(pattern=ID_PATTERN, max_length=200, description=ID_HELP)]
+AttemptNumber = Annotated[int, Field(ge=0, le=1_000_000_000)]
+Provider = Literal["claude", "codex", "gemini"]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class FailureBody(Body):
+    """A failed attempt, as the host saw it."""
+
+    attempt: AttemptNumber
+    message: str = Field(description="the CLI output, as captured (any length; see truncated)")
+    observed_at: datetime = Field(description="aware instant the CLI printed the message")
+    zone: str | None = Field(default=None, max_length=64, description="IANA zone of the host")
+    provider: Provider | None = None
+    session_id: str | None = Field(default=None, max_length=200)
+    events: list[Any] | None = None
+    failure_kind: FailureKind | None = None
+    capture: Literal["live", "scrollback"] | None = None
+    account_key: str | None = Field(default=None, max_length=200)
+    halted: StrictBool = False
+
+    def to_report(self, root_id: str, run_id: str) -> FailureReport:
+        return FailureReport(
+            root_id=root_id,
+            run_id=run_id,
+            attempt=self.attempt,
+            message=self.message,
+            observed_at=self.observed_at,
+            zone=self.zone,
+            provider=self.provider,
+            session_id=self.session_id,
+            events=self.events,
+            failure_kind=self.failure_kind,
+            capture=self.capture,
+            account_key=self.account_key,
+            halted=self.halted,
+        )
+
+
+class AttemptBody(Body):
+    """The host's run moved on: an attempt started or completed."""
+
+    attempt: AttemptNumber
+    status: Literal["started", "completed"]
+
+
+class AutoResumeBody(Body):
+    """Turn auto-resume on or off for the session's current failure."""
+
+    enabled: StrictBool
+    despite_native: StrictBool = False
+
+
+class ResolveBody(Body):
+    """How an uncertain mark ended, as a person found out."""
+
+    outcome: Literal["done", "not_sent"]
+
+
+class ParseBody(Body):
+    """Text to parse statelessly; observed_at defaults to when the request arrived."""
+
+    message: str
+    observed_at: datetime | None = None
+    zone: str | None = Field(default=None, max_length=64)
+    provider: Provider | None = None

@@ -1,0 +1,166 @@
+"""Engines, sessions and the one column type every instant goes through.
+
+SQLite: WAL, a busy timeout, `BEGIN IMMEDIATE` for write transactions (writers queue at the
+start instead of failing at the first write), `synchronous=FULL` for the commit before a send.
+PostgreSQL: psycopg 3; write transactions lock the session row they change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import DateTime, Engine, create_engine, event
+from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.types import TypeDecorator
+from sqlmodel import Session
+
+from app.settings import normalize_database_url
+
+#: How long a SQLite writer waits for the lock before giving up, in milliseconds.
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+#: Threads that run the API's write transactions on PostgreSQL (within the pool's 10 + 20).
+WRITER_THREADS = 8
+
+T = TypeVar("T")
+
+_WRITE = "rewake_write"
+_DURABLE = "rewake_durable"
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """An instant stored as UTC: naive datetimes are refused, results come back aware in UTC.
+
+    `DateTime(timezone=True)` alone is not enough: on SQLite it drops the offset, so a reset at
+    09:00-05:00 was read back as 09:00Z and fired five hours early.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise TypeError(f"expected a datetime, got {type(value).__name__}")
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value.isoformat()} cannot be stored as an instant")
+        utc = value.astimezone(UTC)
+        # SQLite stores text: one format, always UTC, so text order is time order.
+        return utc.replace(tzinfo=None) if dialect.name == "sqlite" else utc
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine for `url` with rewake's connection rules applied."""
+    url = normalize_database_url(url)
+    if url.startswith("sqlite"):
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+            **kwargs,
+        )
+        _configure_sqlite(engine)
+        return engine
+    if "poolclass" not in kwargs:
+        kwargs.setdefault("pool_size", 10)
+        kwargs.setdefault("max_overflow", 20)
+        kwargs.setdefault("pool_pre_ping", True)
+    return create_engine(url, **kwargs)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: ConnectionPoolEntry) -> None:
+        # The driver must not open transactions itself: "begin" below does, as IMMEDIATE.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Connection) -> None:
+        options = connection.get_execution_options()
+        durable = "FULL" if options.get(_DURABLE) else "NORMAL"
+        info = connection.connection.info  # per DBAPI connection: set the pragma on changes only
+        if info.get("synchronous") != durable:
+            connection.exec_driver_sql(f"PRAGMA synchronous={durable}")
+            info["synchronous"] = durable
+        connection.exec_driver_sql("BEGIN IMMEDIATE" if options.get(_WRITE) else "BEGIN")
+
+
+class Database:
+    """One engine and the three kinds of session the service opens on it."""
+
+    def __init__(self, url: str, **engine_kwargs: Any) -> None:
+        self.engine = make_engine(url, **engine_kwargs)
+        self._write_engine = self.engine.execution_options(**{_WRITE: True})
+        self._durable_engine = self.engine.execution_options(**{_WRITE: True, _DURABLE: True})
+        self._write_lock: AbstractContextManager[object] = (
+            threading.Lock() if self.dialect == "sqlite" else nullcontext()
+        )
+        self._writers: ThreadPoolExecutor | None = None
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @contextmanager
+    def transaction(self, db: Session) -> Iterator[None]:
+        """Begin and commit `db`'s transaction (rolled back on an error).
+
+        On SQLite the writers of this process queue on a lock first: SQLite's own busy handler
+        sleeps and retries, so back-to-back writers would starve one another for seconds.
+        """
+        with self._write_lock, db.begin():
+            yield
+
+    async def write(self, work: Callable[[Session], T]) -> T:
+        """`work(session)` in one write transaction, committed, on the writer threads.
+
+        The API's writes queue here instead of in the general thread pool: SQLite takes one
+        writer at a time anyway (one thread, so no lock convoy), PostgreSQL as many as the
+        connection pool holds.
+        """
+        if self._writers is None:
+            workers = 1 if self.dialect == "sqlite" else WRITER_THREADS
+            self._writers = ThreadPoolExecutor(workers, thread_name_prefix="rewake-writer")
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._writers, self._write_now, work)
+
+    def _write_now(self, work: Callable[[Session], T]) -> T:
+        with self.writer() as db, self.transaction(db):
+            return work(db)
+
+    def reader(self) -> Session:
+        """A session for reads only (a deferred transaction on SQLite)."""
+        return Session(self.engine, expire_on_commit=False)
+
+    def writer(self) -> Session:
+        """A session whose transaction takes the write lock when it starts (SQLite)."""
+        return Session(self._write_engine, expire_on_commit=False)
+
+    def durable_writer(self) -> Session:
+        """A writer whose commit is flushed to disk before it returns: the commit before a send."""
+        return Session(self._durable_engine, expire_on_commit=False)
+
+    def dispose(self) -> None:
+        if self._writers is not None:
+            self._writers.shutdown(wait=True)
+            self._writers = None
+        self.engine.dispose()

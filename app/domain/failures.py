@@ -1,0 +1,320 @@
+"""A host reports a failed attempt: store it once, parse it, clear or settle marks it overtakes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlmodel import Session
+
+from app.domain.banners import banner_for
+from app.domain.context import JSON, Context, ParseFn, iso
+from app.domain.errors import DomainError
+from app.domain.marks import OPEN_STATES, clear_live_mark, facts_for, settle_marks
+from app.domain.rules import (
+    FailureKind,
+    FailurePoint,
+    auto_resume_refusal,
+    check_observed_at,
+    clean_json,
+    clean_text,
+    derive_failure_kind,
+    is_newer,
+    keep_last_part,
+    session_state,
+)
+from app.logs import log_event
+from app.models import FailureRow, MarkRow, RunRow, SessionRow
+from app.repository import marks as mark_repo
+from app.repository import sessions as repo
+from app.sweeper.holds import hold_after_resume
+from parsers.verdict import Verdict
+
+logger = logging.getLogger("rewake.failures")
+
+
+@dataclass(frozen=True, slots=True)
+class FailureReport:
+    """One failure report as the host sent it (DESIGN.md section 2, the failure body)."""
+
+    root_id: str
+    run_id: str
+    attempt: int
+    message: str
+    observed_at: datetime
+    zone: str | None = None
+    provider: str | None = None
+    session_id: str | None = None
+    events: list[Any] | None = None
+    failure_kind: str | None = None
+    capture: str | None = None
+    account_key: str | None = None
+    halted: bool = False
+
+    def fingerprint(self) -> str:
+        """Equal for reports that say the same thing, however their JSON was spelled."""
+        body = {
+            "attempt": self.attempt,
+            "message": self.message,
+            "observed_at": iso(self.observed_at) if self.observed_at.tzinfo else None,
+            "zone": self.zone,
+            "provider": self.provider,
+            "session_id": self.session_id,
+            "events": self.events,
+            "failure_kind": self.failure_kind,
+            "capture": self.capture,
+            "account_key": self.account_key,
+            "halted": self.halted,
+        }
+        text = json.dumps(body, sort_keys=True, ensure_ascii=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ReadReport:
+    """A report checked, cleaned, cut to the limit and parsed: everything but the database."""
+
+    report: FailureReport
+    fingerprint: str
+    message: str
+    truncated: bool
+    events: list[Any] | None
+    verdict: Verdict
+    failure_kind: FailureKind
+
+
+def read_report(report: FailureReport, *, parse: ParseFn, now: datetime) -> ReadReport:
+    """The pure half of a report, done before any lock is taken (parsing is the costly part)."""
+    check_observed_at(report.observed_at, now)
+    message, truncated = keep_last_part(clean_text(report.message))
+    events = clean_json(report.events) if report.events is not None else None
+    verdict = _parse(parse, _parse_input(message, events), report)
+    return ReadReport(
+        report=report,
+        fingerprint=report.fingerprint(),
+        message=message,
+        truncated=truncated,
+        events=events,
+        verdict=verdict,
+        failure_kind=derive_failure_kind(report.failure_kind, verdict.kind, report.halted),
+    )
+
+
+def report_failure(
+    db: Session, report: FailureReport, *, parse: ParseFn, ctx: Context
+) -> tuple[JSON, bool]:
+    """Read and store a failure report: `store_failure(read_report(...))`."""
+    return store_failure(db, read_report(report, parse=parse, now=ctx.now), ctx=ctx)
+
+
+def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON, bool]:
+    """Store a read report (once) and return the answer, and whether it was new."""
+    report = read.report
+    session = repo.lock_session(db, report.root_id)
+    if session is None:
+        if repo.get_tombstone(db, report.root_id) is not None:
+            raise DomainError("session_deleted", f"session {report.root_id!r} was deleted")
+        session, _ = repo.ensure_session(db, report.root_id, ctx.now)
+    stored = repo.stored_answer(db, report.root_id, report.run_id, report.attempt)
+    if stored is not None:
+        if stored[0] == read.fingerprint:
+            return stored[1], False
+        raise DomainError(
+            "attempt_already_reported",
+            f"attempt {report.attempt} of run {report.run_id!r} was reported with another body",
+        )
+
+    runs = {run.run_id: run for run in repo.list_runs(db, report.root_id)}
+    open_marks = mark_repo.marks_in(db, report.root_id, OPEN_STATES)
+    point = FailurePoint(report.run_id, report.attempt, report.observed_at)
+    # Marks first: their compare-and-set statements must not flush half-built rows.
+    _clear_overtaken_mark(db, open_marks, point, ctx)
+    settle_marks(db, open_marks, report.run_id, report.attempt, ctx, source="reported failed")
+    current = _current_point(db, session)
+    if current is None or is_newer(point, current):
+        session.current_run_id, session.current_attempt = report.run_id, report.attempt
+    run = _move_run_and_attempt(db, runs, read, ctx)
+    failure = _failure_row(read, ctx)
+    repo.add(db, failure)
+    # DESIGN.md section 3: a resumed attempt that soon reports a new limit holds its account.
+    held = hold_after_resume(db, failure, ctx, window_s=ctx.hold_window_s)
+    failure.answer = _answer(session, failure, run, ctx) | {
+        "resumed_into_live_limit": held.resumed_into_live_limit,
+        "held_marks": held.held_mark_ids,
+    }
+    session.state = session_state(
+        session.cancelled_at is not None, [row.status for row in runs.values()]
+    )
+    session.updated_at = ctx.now
+    repo.append_timeline(
+        db,
+        report.root_id,
+        ctx.now,
+        "failure_reported",
+        actor=ctx.actor,
+        run_id=report.run_id,
+        attempt=report.attempt,
+        detail={
+            "failure_kind": read.failure_kind,
+            "verdict_kind": read.verdict.kind,
+            "reset_at": failure.verdict["reset_at"],
+            "refusal": failure.refusal_code,
+            "truncated": read.truncated,
+        },
+    )
+    return failure.answer, True
+
+
+def _failure_row(read: ReadReport, ctx: Context) -> FailureRow:
+    report, verdict = read.report, read.verdict
+    return FailureRow(
+        root_id=report.root_id,
+        run_id=report.run_id,
+        attempt=report.attempt,
+        message=read.message,
+        message_chars=len(report.message),
+        truncated=read.truncated,
+        verdict=verdict.to_json(),
+        verdict_kind=verdict.kind,
+        provider=verdict.provider or report.provider,
+        refusal_code=verdict.refusal.code if verdict.refusal else None,
+        reset_at=verdict.reset_at,
+        resolution_s=verdict.resolution_s,
+        native_auto_continue=verdict.native_auto_continue,
+        failure_kind=read.failure_kind,
+        failure_kind_stated=report.failure_kind is not None,
+        observed_at=report.observed_at,
+        received_at=ctx.now,
+        zone=clean_text(report.zone) if report.zone else None,
+        cli_session_id=clean_text(report.session_id) if report.session_id else None,
+        account_key=clean_text(report.account_key) if report.account_key else None,
+        halted=report.halted,
+        capture=report.capture,
+        events=read.events,
+        body_hash=read.fingerprint,
+        answer={},
+        reported_by=ctx.actor,
+    )
+
+
+def failure_banner(failure: FailureRow, ctx: Context) -> JSON:
+    return banner_for(
+        failure.failure_kind,
+        failure.verdict,
+        halted=failure.halted,
+        reset_at=failure.reset_at,
+        now=ctx.now,
+        display_zone=ctx.display_zone,
+    ).to_json()
+
+
+def _parse(parse: ParseFn, text: str, report: FailureReport) -> Verdict:
+    try:
+        return parse(
+            text, observed_at=report.observed_at, zone=report.zone, provider=report.provider
+        )
+    except Exception:
+        # The report is kept whatever the parser makes of it; the failure is logged to be fixed.
+        log_event(
+            logger,
+            "parser_failed",
+            logging.ERROR,
+            root_id=report.root_id,
+            run_id=report.run_id,
+            attempt=report.attempt,
+        )
+        logger.exception("parser_failed")
+        return Verdict(kind="other_failure")
+
+
+def _parse_input(message: str, events: list[Any] | None) -> str:
+    """Structured events as JSON lines, then the CLI output: what the parser reads."""
+    if not events:
+        return message
+    lines = [item if isinstance(item, str) else json.dumps(item) for item in events]
+    return "\n".join([*lines, message])
+
+
+def _current_point(db: Session, session: SessionRow) -> FailurePoint | None:
+    if session.current_run_id is None or session.current_attempt is None:
+        return None
+    run_id, attempt = session.current_run_id, session.current_attempt
+    observed_at = repo.failure_observed_at(db, session.root_id, run_id, attempt)
+    return FailurePoint(run_id, attempt, observed_at) if observed_at is not None else None
+
+
+def _clear_overtaken_mark(
+    db: Session, open_marks: list[MarkRow], point: FailurePoint, ctx: Context
+) -> None:
+    """An armed or claimed mark is cleared (new_failure) by a report newer than its failure."""
+    live = next((mark for mark in open_marks if mark.state in ("armed", "claimed")), None)
+    if live is None:
+        return
+    marked_at = repo.failure_observed_at(db, live.root_id, live.run_id, live.attempt)
+    if marked_at is not None and is_newer(
+        point, FailurePoint(live.run_id, live.attempt, marked_at)
+    ):
+        clear_live_mark(db, live.root_id, "new_failure", ctx, live=live)
+
+
+def _move_run_and_attempt(
+    db: Session, runs: dict[str, RunRow], read: ReadReport, ctx: Context
+) -> RunRow:
+    """The run pauses at the reported attempt (unless a later one is known); the attempt failed."""
+    report = read.report
+    run = runs.get(report.run_id)
+    if run is None:
+        run = RunRow(
+            root_id=report.root_id,
+            run_id=report.run_id,
+            status="paused",
+            current_attempt=report.attempt,
+            created_at=ctx.now,
+            updated_at=ctx.now,
+        )
+        runs[report.run_id] = run
+        repo.add(db, run)
+    elif report.attempt >= run.current_attempt:
+        run.current_attempt, run.status, run.updated_at = report.attempt, "paused", ctx.now
+    # No ORM relationships order the writes: the run is written before its attempt.
+    db.flush()
+    repo.mark_attempt_failed(db, report.root_id, report.run_id, report.attempt, ctx.now)
+    return run
+
+
+def _answer(session: SessionRow, failure: FailureRow, run: RunRow, ctx: Context) -> JSON:
+    is_current = (session.current_run_id, session.current_attempt) == (
+        failure.run_id,
+        failure.attempt,
+    )
+    if is_current:
+        # A failure just stored has no marks yet.
+        refusal = auto_resume_refusal(
+            facts_for(session, failure, run, resumed_before=False), despite_native=False
+        )
+    else:
+        refusal = DomainError(
+            "not_paused_on_provider_limit", "a newer failure of the session is current"
+        )
+    return {
+        "root_id": failure.root_id,
+        "run_id": failure.run_id,
+        "attempt": failure.attempt,
+        "failure_kind": failure.failure_kind,
+        "halted": failure.halted,
+        "truncated": failure.truncated,
+        "message_chars": failure.message_chars,
+        "received_at": iso(failure.received_at),
+        "current": is_current,
+        "verdict": failure.verdict,
+        "banner": failure_banner(failure, ctx),
+        "auto_resume": {
+            "available": refusal is None,
+            "code": refusal.code if refusal else None,
+            "detail": refusal.detail if refusal else None,
+        },
+    }

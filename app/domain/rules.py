@@ -1,0 +1,189 @@
+"""Pure rules of the service: no database, no clock (every function takes `now`)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
+
+from app.domain.errors import DomainError
+
+FailureKind = Literal[
+    "provider_quota",
+    "login_required",
+    "runtime_limit",
+    "conversation_missing",
+    "missing_outcome",
+    "interrupted_start",
+    "host_failure",
+    "execution_failure",
+]
+FAILURE_KINDS: tuple[FailureKind, ...] = (
+    "provider_quota",
+    "login_required",
+    "runtime_limit",
+    "conversation_missing",
+    "missing_outcome",
+    "interrupted_start",
+    "host_failure",
+    "execution_failure",
+)
+
+#: Characters of CLI output kept per failure; longer text keeps its last part (the banner
+#: that stopped the run is at the end) and is flagged `truncated`.
+MESSAGE_LIMIT_CHARS = 1_048_576
+
+#: How far after its receipt a report may say it was observed (clock skew between machines).
+OBSERVED_AT_SKEW = timedelta(minutes=5)
+
+#: Reports observed before this are refused: no CLI printed them, and times near the ends of
+#: the calendar overflow when converted.
+EARLIEST_OBSERVED_AT = datetime(2000, 1, 1, tzinfo=UTC)
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def derive_failure_kind(stated: str | None, verdict_kind: str, halted: bool) -> FailureKind:
+    """The host's kind when stated, else the verdict's; a halted run is never a provider limit."""
+    kind: FailureKind
+    if stated is not None:
+        kind = next(k for k in FAILURE_KINDS if k == stated)
+    elif verdict_kind in ("provider_quota", "login_required"):
+        kind = "provider_quota" if verdict_kind == "provider_quota" else "login_required"
+    else:
+        kind = "execution_failure"
+    if halted and kind == "provider_quota":
+        return "execution_failure"
+    return kind
+
+
+def check_observed_at(observed_at: datetime, received_at: datetime) -> None:
+    """A report's observed_at must be aware and not more than 5 min after its receipt."""
+    if observed_at.tzinfo is None or observed_at.utcoffset() is None:
+        raise DomainError(
+            "observed_at_naive",
+            f"observed_at {observed_at.isoformat()} has no UTC offset; say which instant it is",
+        )
+    try:
+        observed_utc = observed_at.astimezone(UTC)
+    except OverflowError:
+        observed_utc = EARLIEST_OBSERVED_AT - timedelta(days=1)
+    if observed_utc < EARLIEST_OBSERVED_AT:
+        raise DomainError(
+            "invalid_request",
+            f"observed_at {observed_at.isoformat()} is before {EARLIEST_OBSERVED_AT:%Y}: "
+            "not a time a CLI printed anything",
+        )
+    if observed_utc - received_at > OBSERVED_AT_SKEW:
+        raise DomainError(
+            "observed_in_future",
+            f"observed_at {observed_at.isoformat()} is more than 5 minutes after the report "
+            f"arrived ({received_at.isoformat()})",
+        )
+
+
+def clean_text(value: str) -> str:
+    """Text every database can store: NUL and lone surrogates become U+FFFD."""
+    return _UNSTORABLE.sub("\ufffd", value)
+
+
+def clean_json(value: Any) -> Any:
+    """`clean_text` applied to every string inside a JSON value."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, list):
+        return [clean_json(item) for item in value]
+    if isinstance(value, dict):
+        return {clean_text(str(key)): clean_json(item) for key, item in value.items()}
+    return value
+
+
+def keep_last_part(message: str, limit: int = MESSAGE_LIMIT_CHARS) -> tuple[str, bool]:
+    """The message cut to its last `limit` characters, and whether it was cut."""
+    if len(message) <= limit:
+        return message, False
+    return message[-limit:], True
+
+
+@dataclass(frozen=True, slots=True)
+class FailurePoint:
+    """Where a failure sits in a session's tree: which run, which attempt, observed when."""
+
+    run_id: str
+    attempt: int
+    observed_at: datetime
+
+
+def is_newer(candidate: FailurePoint, than: FailurePoint) -> bool:
+    """A higher attempt of the same run, or another run's failure observed later."""
+    if candidate.run_id == than.run_id:
+        return candidate.attempt > than.attempt
+    return candidate.observed_at > than.observed_at
+
+
+def due_at_for(
+    reset_at: datetime, resolution_s: int, resume_delay_s: int, now: datetime
+) -> datetime:
+    """reset_at + resolution_s + resume delay; a mark armed after that is due at once (now)."""
+    due = reset_at + timedelta(seconds=resolution_s + resume_delay_s)
+    return max(due, now)
+
+
+def session_state(cancelled: bool, run_statuses: list[str]) -> str:
+    """cancelled, else paused if a run is paused, running if one runs, finished otherwise."""
+    if cancelled:
+        return "cancelled"
+    if "paused" in run_statuses:
+        return "paused"
+    if "running" in run_statuses:
+        return "running"
+    return "finished"
+
+
+@dataclass(frozen=True, slots=True)
+class GateFacts:
+    """What the auto-resume gate needs to know about a session's current failure."""
+
+    cancelled: bool
+    has_failure: bool
+    run_paused_at_failure: bool
+    failure_kind: str | None
+    halted: bool
+    reset_at: datetime | None
+    refusal_code: str | None
+    native_auto_continue: bool
+    attempt_resumed_before: bool
+
+
+def auto_resume_refusal(facts: GateFacts, *, despite_native: bool) -> DomainError | None:
+    """Why auto-resume cannot be armed for the session's current failure, or None if it can."""
+    if facts.cancelled:
+        return DomainError("session_cancelled", "the session was cancelled")
+    if not facts.has_failure:
+        return DomainError("not_paused_on_provider_limit", "the session has no failed attempt")
+    if facts.attempt_resumed_before:
+        return DomainError(
+            "attempt_already_resumed",
+            "this attempt's auto-resume already ran or was overtaken; it is never repeated",
+        )
+    if not facts.run_paused_at_failure:
+        return DomainError(
+            "not_paused_on_provider_limit", "the run has moved on from the failed attempt"
+        )
+    if facts.failure_kind != "provider_quota" or facts.halted:
+        why = "the run was halted" if facts.halted else f"the failure is {facts.failure_kind}"
+        return DomainError("not_paused_on_provider_limit", why)
+    if facts.reset_at is None:
+        code = facts.refusal_code or "not_stated"
+        return DomainError(
+            "reset_not_stated",
+            "waiting will not help" if code == "no_reset" else "the reset time was not stated",
+            refusal=code,
+        )
+    if facts.native_auto_continue and not despite_native:
+        return DomainError(
+            "native_auto_continue",
+            "the CLI said it continues by itself; send despite_native: true to arm anyway",
+        )
+    return None

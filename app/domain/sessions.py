@@ -1,0 +1,283 @@
+"""Sessions: attempts moving on, manual resume, cancel, delete with a tombstone, and views."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from sqlmodel import Session
+
+from app.domain.context import JSON, Context, iso
+from app.domain.errors import DomainError
+from app.domain.failures import failure_banner
+from app.domain.marks import (
+    clear_live_mark,
+    mark_json,
+    mark_view,
+    require_session,
+    settle_by_later_attempt,
+)
+from app.domain.rules import session_state
+from app.models import AttemptRow, FailureRow, RunRow, SessionRow, TombstoneRow
+from app.repository import marks as mark_repo
+from app.repository import sessions as repo
+
+
+def record_attempt(
+    db: Session, root_id: str, run_id: str, attempt: int, status: str, ctx: Context
+) -> JSON:
+    """The host says attempt `attempt` of the run started or completed."""
+    session = repo.lock_session(db, root_id)
+    if session is None:
+        if repo.get_tombstone(db, root_id) is not None:
+            raise DomainError("session_deleted", f"session {root_id!r} was deleted")
+        session, _ = repo.ensure_session(db, root_id, ctx.now)
+    run = repo.get_run(db, root_id, run_id)
+    if run is None:
+        run = RunRow(
+            root_id=root_id,
+            run_id=run_id,
+            status="running",
+            current_attempt=attempt,
+            created_at=ctx.now,
+            updated_at=ctx.now,
+        )
+        repo.add(db, run)
+    row = repo.get_attempt(db, root_id, run_id, attempt)
+    if row is None:
+        row = AttemptRow(root_id=root_id, run_id=run_id, attempt=attempt, status=status)
+        repo.add(db, row)
+    changed = _apply_attempt_status(row, status, ctx)
+    if attempt >= run.current_attempt and row.status == status:
+        new_status = "running" if status == "started" else "completed"
+        if (run.current_attempt, run.status) != (attempt, new_status):
+            run.current_attempt, run.status, run.updated_at = attempt, new_status, ctx.now
+            changed = True
+    db.flush()
+    settle_by_later_attempt(db, root_id, run_id, attempt, ctx, source=status)
+    if changed:
+        _touch(db, session, ctx)
+        repo.append_timeline(
+            db,
+            root_id,
+            ctx.now,
+            f"attempt_{status}",
+            actor=ctx.actor,
+            run_id=run_id,
+            attempt=attempt,
+        )
+    return {"root_id": root_id, "run": _run_json(run), "session_state": session.state}
+
+
+def _apply_attempt_status(row: AttemptRow, status: str, ctx: Context) -> bool:
+    """Attempts only move forward: started -> completed | failed; the first time is kept."""
+    if status == "started":
+        if row.started_at is None:
+            row.started_at = ctx.now
+            return True
+        return False
+    if row.status == "failed" or row.completed_at is not None:
+        return False
+    row.status, row.completed_at = "completed", ctx.now
+    return True
+
+
+def manual_resume(db: Session, root_id: str, run_id: str, ctx: Context) -> JSON:
+    """Someone resumed the run by hand: the run is running again and its mark is cleared."""
+    session = require_session(db, root_id, lock=True)
+    run = repo.get_run(db, root_id, run_id)
+    if run is None:
+        raise DomainError("run_not_found", f"session {root_id!r} has no run {run_id!r}")
+    live = mark_repo.live_mark(db, root_id)
+    if live is not None and live.run_id == run_id:
+        clear_live_mark(db, root_id, "manual_resume", ctx)
+    if run.status == "paused":
+        run.status, run.updated_at = "running", ctx.now
+    _touch(db, session, ctx)
+    repo.append_timeline(
+        db, root_id, ctx.now, "manual_resume", actor=ctx.actor, run_id=run_id,
+        attempt=run.current_attempt,
+    )  # fmt: skip
+    return {"root_id": root_id, "run": _run_json(run), "mark": mark_view(db, root_id, ctx)}
+
+
+def cancel_session(db: Session, root_id: str, ctx: Context) -> JSON:
+    """Cancel is final and always succeeds; an armed or claimed mark is cleared."""
+    session = require_session(db, root_id, lock=True)
+    clear_live_mark(db, root_id, "cancel", ctx)
+    if session.cancelled_at is None:
+        session.cancelled_at, session.cancelled_by = ctx.now, ctx.actor
+        _touch(db, session, ctx)
+        repo.append_timeline(db, root_id, ctx.now, "cancelled", actor=ctx.actor)
+    return session_view(db, root_id, ctx)
+
+
+def delete_session(db: Session, root_id: str, ctx: Context) -> JSON:
+    """Remove a finished or cancelled session, leaving a tombstone; never while sending."""
+    session = require_session(db, root_id, lock=True)
+    live = mark_repo.live_mark(db, root_id)
+    if live is not None and live.state == "sending":
+        raise DomainError("recovery_in_progress", "a resume for this session is being sent")
+    if session.state not in ("finished", "cancelled"):
+        raise DomainError(
+            "session_active", f"session {root_id!r} is {session.state}; cancel it first"
+        )
+    clear_live_mark(db, root_id, "delete", ctx)
+    marks = [mark_json(mark) for mark in mark_repo.list_marks(db, root_id)]
+    summary: JSON = {
+        "state": session.state,
+        "created_at": iso(session.created_at),
+        "cancelled_at": iso(session.cancelled_at),
+        "cancelled_by": session.cancelled_by,
+        "runs": len(repo.list_runs(db, root_id)),
+        "attempts": len(repo.list_attempts(db, root_id)),
+        "failures": [
+            {"run_id": f.run_id, "attempt": f.attempt, "failure_kind": f.failure_kind}
+            for f in repo.list_failures(db, root_id)
+        ],
+        "marks": marks,
+    }
+    repo.delete_session_rows(db, root_id)
+    tombstone = TombstoneRow(
+        root_id=root_id, deleted_at=ctx.now, deleted_by=ctx.actor, summary=summary
+    )
+    repo.put_tombstone(db, tombstone)
+    return _tombstone_json(tombstone)
+
+
+def tombstone_view(db: Session, root_id: str, ctx: Context) -> JSON:
+    """A deleted session's tombstone, while within the retention."""
+    row = repo.get_tombstone(db, root_id)
+    retention = timedelta(days=ctx.tombstone_retention_days)
+    if row is None or ctx.now - row.deleted_at > retention:
+        raise DomainError("tombstone_not_found", f"no deleted session {root_id!r} is on record")
+    return _tombstone_json(row)
+
+
+def session_view(db: Session, root_id: str, ctx: Context) -> JSON:
+    """A session: runs with attempts and failures (with banners), mark, and timeline."""
+    session = require_session(db, root_id, lock=False)
+    failures = {(f.run_id, f.attempt): f for f in repo.list_failures(db, root_id)}
+    attempts: dict[str, list[JSON]] = {}
+    for row in repo.list_attempts(db, root_id):
+        failure = failures.get((row.run_id, row.attempt))
+        attempts.setdefault(row.run_id, []).append(
+            {
+                "attempt": row.attempt,
+                "status": row.status,
+                "started_at": iso(row.started_at),
+                "completed_at": iso(row.completed_at),
+                "failed_at": iso(row.failed_at),
+                "failure": failure_json(failure, ctx) if failure is not None else None,
+            }
+        )
+    return {
+        **_session_summary(session, None),
+        "runs": [
+            {**_run_json(run), "attempts": attempts.get(run.run_id, [])}
+            for run in repo.list_runs(db, root_id)
+        ],
+        "mark": mark_view(db, root_id, ctx),
+        "timeline": [
+            {
+                "id": entry.id,
+                "at": iso(entry.at),
+                "event": entry.event,
+                "actor": entry.actor,
+                "run_id": entry.run_id,
+                "attempt": entry.attempt,
+                "mark_id": entry.mark_id,
+                "detail": entry.detail,
+            }
+            for entry in repo.list_timeline(db, root_id)
+        ],
+    }
+
+
+def list_sessions(
+    db: Session, where: repo.SessionFilter, *, limit: int, offset: int, ctx: Context
+) -> JSON:
+    """A page of sessions, most recently changed first."""
+    rows = repo.list_sessions(db, where, limit=limit + 1, offset=offset)
+    page = [_session_summary(session, failure, ctx) for session, failure in rows[:limit]]
+    return {"sessions": page, "next_offset": offset + limit if len(rows) > limit else None}
+
+
+def failure_json(failure: FailureRow, ctx: Context) -> JSON:
+    return {
+        "run_id": failure.run_id,
+        "attempt": failure.attempt,
+        "failure_kind": failure.failure_kind,
+        "failure_kind_stated": failure.failure_kind_stated,
+        "halted": failure.halted,
+        "observed_at": iso(failure.observed_at),
+        "received_at": iso(failure.received_at),
+        "zone": failure.zone,
+        "provider": failure.provider,
+        "session_id": failure.cli_session_id,
+        "account_key": failure.account_key,
+        "capture": failure.capture,
+        "truncated": failure.truncated,
+        "message_chars": failure.message_chars,
+        "message": failure.message,
+        "verdict": failure.verdict,
+        "banner": failure_banner(failure, ctx),
+        "reported_by": failure.reported_by,
+    }
+
+
+def _session_summary(
+    session: SessionRow, failure: FailureRow | None, ctx: Context | None = None
+) -> JSON:
+    summary: JSON = {
+        "root_id": session.root_id,
+        "state": session.state,
+        "created_at": iso(session.created_at),
+        "updated_at": iso(session.updated_at),
+        "cancelled_at": iso(session.cancelled_at),
+        "cancelled_by": session.cancelled_by,
+        "current": (
+            {"run_id": session.current_run_id, "attempt": session.current_attempt}
+            if session.current_run_id is not None
+            else None
+        ),
+    }
+    if ctx is not None:
+        summary["failure"] = (
+            {
+                "failure_kind": failure.failure_kind,
+                "provider": failure.provider,
+                "reset_at": iso(failure.reset_at),
+                "banner": failure_banner(failure, ctx),
+            }
+            if failure is not None
+            else None
+        )
+    return summary
+
+
+def _run_json(run: RunRow) -> JSON:
+    return {
+        "run_id": run.run_id,
+        "status": run.status,
+        "current_attempt": run.current_attempt,
+        "created_at": iso(run.created_at),
+        "updated_at": iso(run.updated_at),
+    }
+
+
+def _tombstone_json(row: TombstoneRow) -> JSON:
+    return {
+        "root_id": row.root_id,
+        "deleted_at": iso(row.deleted_at),
+        "deleted_by": row.deleted_by,
+        "summary": row.summary,
+    }
+
+
+def _touch(db: Session, session: SessionRow, ctx: Context) -> None:
+    db.flush()
+    session.state = session_state(
+        session.cancelled_at is not None,
+        [run.status for run in repo.list_runs(db, session.root_id)],
+    )
+    session.updated_at = ctx.now

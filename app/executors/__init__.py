@@ -1,0 +1,20 @@
+"""Executors deliver a resume: `webhook` (POST to the host), `command` (spawn a program) and
+`log` (record only). The sweeper picks one from REWAKE_EXECUTOR."""
+
+from __future__ import annotations
+
+from app.executors.base import DEFAULT_PROMPT, Delivery, Executor, Lookup, Outcome
+from app.executors.command import CommandExecutor
+from app.executors.log import LogExecutor
+from app.executors.webhook import WebhookExecutor
+
+__all__ = [
+    "DEFAULT_PROMPT",
+    "CommandExecutor",
+    "Delivery",
+    "Executor",
+    "LogExecutor",
+    "Lookup",
+    "Outcome",
+    "WebhookExecutor",
+]

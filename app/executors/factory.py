@@ -1,0 +1,38 @@
+"""The executor REWAKE_EXECUTOR names, built from the settings (refusing what cannot work)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.executors.base import DEFAULT_PROMPT, Executor
+from app.executors.command import CommandExecutor
+from app.executors.log import LogExecutor
+from app.executors.webhook import WebhookExecutor
+
+
+class ExecutorConfigError(ValueError):
+    """The configured executor cannot start: the message says which setting is missing."""
+
+
+def build_executor(settings: Any) -> Executor:
+    """`log`, `webhook` (needs REWAKE_WEBHOOK_URL and REWAKE_WEBHOOK_SECRET) or `command`
+    (needs REWAKE_COMMAND)."""
+    prompt = settings.resume_prompt or DEFAULT_PROMPT
+    try:
+        if settings.executor == "webhook":
+            return WebhookExecutor(
+                settings.webhook_url,
+                settings.webhook_secret,
+                lookup_template=settings.webhook_lookup_url,
+                timeout_s=settings.webhook_timeout_s,
+                prompt=prompt,
+            )
+        if settings.executor == "command":
+            if not settings.command:
+                raise ExecutorConfigError("REWAKE_COMMAND is required by the command executor")
+            return CommandExecutor(
+                settings.command, prompt=prompt, grace_s=settings.command_grace_s
+            )
+    except ValueError as error:
+        raise ExecutorConfigError(str(error)) from error
+    return LogExecutor(prompt=prompt)

@@ -1,0 +1,62 @@
+"""Structured logs: every line has an event name and fields; JSON lines when asked.
+
+`log_event(logger, "failure_reported", root_id=..., kind=...)` writes
+`failure_reported root_id=... kind=...` as text, or one JSON object per line with
+`REWAKE_LOG_JSON=1`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+_FIELDS = "rewake_fields"
+
+
+def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:
+    """Log one named event with its fields."""
+    logger.log(level, event, extra={_FIELDS: fields})
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line: ts, level, logger, event and the event's fields."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        payload: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "event": record.getMessage(),
+        }
+        payload.update(getattr(record, _FIELDS, {}))
+        if record.exc_info:
+            payload["exc"] = self.formatException(record.exc_info)
+        return json.dumps(payload, default=str)
+
+
+class TextFormatter(logging.Formatter):
+    """`time level event key=value ...`, readable in a terminal."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields = getattr(record, _FIELDS, {})
+        parts = [f"{key}={value}" for key, value in fields.items()]
+        stamp = datetime.fromtimestamp(record.created, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        line = " ".join([stamp, record.levelname.lower(), record.getMessage(), *parts])
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+def configure_logging(*, json_lines: bool, level: str = "INFO") -> None:
+    """Send the service's logs (and uvicorn's) to stderr in the chosen format."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).handlers[:] = []
+        logging.getLogger(name).propagate = True

@@ -1,0 +1,206 @@
+"""The sweeper's side of a mark: claim when due, send, record the outcome, reap lost leases.
+
+Each function runs in the caller's transaction and never commits: the sweeper owns its
+commits (and commits `mark_sending` through `Database.durable_writer` before anything leaves
+the process). Every transition is a compare-and-set; None or an empty list means another
+writer won and nothing may be sent.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlmodel import Session
+
+from app.domain.context import iso
+from app.models import MarkRow
+from app.repository import marks as mark_repo
+from app.repository import sessions as repo
+
+#: Where a mark may go from `sending`.
+OUTCOME_STATES = ("done", "failed", "uncertain", "superseded", "logged")
+
+
+def claim_due_marks(
+    db: Session,
+    now: datetime,
+    limit: int,
+    claimed_by: str,
+    lease_s: float,
+    exclude_accounts: Sequence[str] = (),
+) -> list[MarkRow]:
+    """Claim up to `limit` armed marks with due_at <= now, earliest first, each with a fresh
+    attempt key and a lease until now + lease_s; marks of `exclude_accounts` (accounts with
+    as many resumes in flight as they may have) stay armed."""
+    if limit <= 0:
+        return []
+    claimed = mark_repo.claim_due(
+        db,
+        now,
+        limit=limit,
+        claimed_by=claimed_by,
+        lease_s=lease_s,
+        batch_key=secrets.token_hex(8),
+        exclude_accounts=exclude_accounts,
+    )
+    for mark in claimed:
+        repo.append_timeline(
+            db,
+            mark.root_id,
+            now,
+            "mark_claimed",
+            actor=claimed_by,
+            run_id=mark.run_id,
+            attempt=mark.attempt,
+            mark_id=mark.id,
+            detail={"attempt_key": mark.attempt_key, "lease_until": iso(mark.lease_until)},
+        )
+    return claimed
+
+
+def mark_sending(
+    db: Session, mark_id: int, attempt_key: str, now: datetime, lease_s: float
+) -> MarkRow | None:
+    """claimed -> sending for the holder of `attempt_key`, with sent_at = now; commit this
+    before sending."""
+    mark = mark_repo.move_mark(
+        db,
+        mark_id,
+        from_states=("claimed",),
+        to_state="sending",
+        now=now,
+        attempt_key=attempt_key,
+        lease_until=now + timedelta(seconds=lease_s),
+        sent_at=now,
+    )
+    if mark is not None:
+        repo.append_timeline(
+            db,
+            mark.root_id,
+            now,
+            "mark_sending",
+            actor=mark.claimed_by,
+            run_id=mark.run_id,
+            attempt=mark.attempt,
+            mark_id=mark.id,
+            detail={"attempt_key": attempt_key},
+        )
+    return mark
+
+
+def record_outcome(
+    db: Session,
+    mark_id: int,
+    attempt_key: str,
+    state: str,
+    now: datetime,
+    *,
+    outcome: str | None = None,
+    detail: str | None = None,
+) -> MarkRow | None:
+    """sending -> done | failed | uncertain | superseded | logged, for the key's holder."""
+    if state not in OUTCOME_STATES:
+        raise ValueError(f"{state!r} is not an outcome state; expected one of {OUTCOME_STATES}")
+    mark = mark_repo.move_mark(
+        db,
+        mark_id,
+        from_states=("sending",),
+        to_state=state,
+        now=now,
+        attempt_key=attempt_key,
+        outcome=outcome or state,
+        outcome_detail=detail,
+        lease_until=None,
+    )
+    if mark is not None:
+        repo.append_timeline(
+            db,
+            mark.root_id,
+            now,
+            f"mark_{state}",
+            actor=mark.claimed_by,
+            run_id=mark.run_id,
+            attempt=mark.attempt,
+            mark_id=mark.id,
+            detail={"outcome": mark.outcome, "detail": detail},
+        )
+    return mark
+
+
+def mark_sending_many(
+    db: Session, held: Sequence[tuple[int, str]], now: datetime, lease_s: float
+) -> list[MarkRow]:
+    """`mark_sending` for each (mark_id, attempt_key) in one transaction; the rows moved."""
+    moved = (mark_sending(db, mark_id, key, now, lease_s) for mark_id, key in held)
+    return [row for row in moved if row is not None]
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    """How one send ended, for `record_outcomes`."""
+
+    mark_id: int
+    attempt_key: str
+    state: str
+    outcome: str | None = None
+    detail: str | None = None
+
+
+def record_outcomes(db: Session, sends: Sequence[SendResult], now: datetime) -> list[MarkRow]:
+    """`record_outcome` for each send in one transaction; the rows moved."""
+    moved = []
+    for send in sends:
+        row = record_outcome(
+            db, send.mark_id, send.attempt_key, send.state, now, outcome=send.outcome,
+            detail=send.detail,
+        )  # fmt: skip
+        if row is not None:
+            moved.append(row)
+    return moved
+
+
+@dataclass(frozen=True, slots=True)
+class Reaped:
+    """Marks whose lease ran out: re-armed (nothing was sent) or uncertain (maybe sent)."""
+
+    rearmed: list[MarkRow]
+    uncertain: list[MarkRow]
+
+
+def reap_expired_leases(db: Session, now: datetime) -> Reaped:
+    """claimed past its lease -> armed; sending past its lease -> uncertain (never retried)."""
+    rearmed = mark_repo.reap(
+        db,
+        now,
+        from_state="claimed",
+        to_state="armed",
+        claimed_by=None,
+        attempt_key=None,
+        lease_until=None,
+    )
+    uncertain = mark_repo.reap(
+        db,
+        now,
+        from_state="sending",
+        to_state="uncertain",
+        outcome="lease_expired",
+        outcome_detail="the send did not report back within its lease",
+    )
+    for mark, event in [(m, "mark_rearmed") for m in rearmed] + [
+        (m, "mark_uncertain") for m in uncertain
+    ]:
+        repo.append_timeline(
+            db,
+            mark.root_id,
+            now,
+            event,
+            actor="reaper",
+            run_id=mark.run_id,
+            attempt=mark.attempt,
+            mark_id=mark.id,
+            detail={"lease_expired": True},
+        )
+    return Reaped(rearmed=rearmed, uncertain=uncertain)

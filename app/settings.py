@@ -1,0 +1,116 @@
+"""Service settings, read from the environment with the `REWAKE_` prefix.
+
+The names are a contract (DESIGN.md section 2); every setting has a working default, so
+`rewake serve` runs with no configuration on a SQLite file in the working directory.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from functools import cached_property
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+_TOKEN_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
+
+#: How recently a sweeper must have written its heartbeat for /readyz and the mark warnings.
+SWEEPER_FRESH_S = 90
+
+
+class Settings(BaseSettings):
+    """Everything the service reads from its environment."""
+
+    model_config = SettingsConfigDict(env_prefix="REWAKE_", extra="ignore", frozen=True)
+
+    database_url: str = "sqlite:///rewake.db"
+    api_tokens: str | None = None
+    host: str = "127.0.0.1"
+    port: int = Field(default=8600, ge=0, le=65535)
+    sweep_interval_s: float = Field(default=30, gt=0)
+    resume_delay_s: int = Field(default=30, ge=0)
+    executor: Literal["log", "webhook", "command"] = "log"
+    webhook_url: str | None = None
+    webhook_secret: str | None = None
+    notify_url: str | None = None
+    display_zone: str | None = None
+    tombstone_retention_days: int = Field(default=365, ge=1)
+    log_json: bool = False
+    log_level: str = "INFO"
+    # The sweeper and its executors (DESIGN.md section 3).
+    serve_sweeper: bool = True
+    sweep_lease_s: float = Field(default=120, gt=0)
+    sweep_workers: int = Field(default=16, ge=1)
+    account_max_in_flight: int = Field(default=2, ge=1)
+    account_stagger_s: float = Field(default=2.0, ge=0)
+    mark_expire_after_s: float = Field(default=6 * 3600, gt=0)
+    hold_window_s: float = Field(default=600, ge=0)
+    webhook_lookup_url: str | None = None
+    webhook_timeout_s: float = Field(default=30, gt=0)
+    command: str | None = None
+    command_grace_s: float = Field(default=2.0, ge=0)
+    resume_prompt: str | None = None
+
+    @field_validator("api_tokens")
+    @classmethod
+    def _tokens_well_formed(cls, value: str | None) -> str | None:
+        if value is not None and value.strip():
+            parse_tokens(value)
+        return value
+
+    @field_validator("display_zone")
+    @classmethod
+    def _zone_exists(cls, value: str | None) -> str | None:
+        if value:
+            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+            try:
+                ZoneInfo(value)
+            except (ZoneInfoNotFoundError, ValueError) as error:
+                raise ValueError(f"REWAKE_DISPLAY_ZONE {value!r} is not an IANA zone") from error
+        return value or None
+
+    @cached_property
+    def tokens(self) -> dict[str, str]:
+        """Bearer secrets by the name of who holds them; empty when none is configured."""
+        if self.api_tokens is None or not self.api_tokens.strip():
+            return {}
+        return parse_tokens(self.api_tokens)
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """The database URL with the psycopg 3 driver named for PostgreSQL."""
+        return normalize_database_url(self.database_url)
+
+
+def parse_tokens(value: str) -> dict[str, str]:
+    """`name:secret,name:secret` into a dict; a malformed or repeated pair is a ValueError."""
+    tokens: dict[str, str] = {}
+    for pair in value.split(","):
+        name, sep, secret = pair.strip().partition(":")
+        if not sep or not _TOKEN_NAME.fullmatch(name) or not secret:
+            raise ValueError("REWAKE_API_TOKENS must be name:secret pairs separated by commas")
+        if name in tokens:
+            raise ValueError(f"REWAKE_API_TOKENS names {name!r} twice")
+        tokens[name] = secret
+    return tokens
+
+
+def normalize_database_url(url: str) -> str:
+    """`postgresql://` and `postgres://` mean psycopg 3, the only PostgreSQL driver installed."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def is_loopback(host: str) -> bool:
+    """True for addresses only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,61 @@
+"""The sweeper's knobs, taken from the service's settings (REWAKE_* variables)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.sweeper.pacing import PacingRules
+from app.sweeper.timer import STEP_S
+
+#: Seconds a send may take before it counts as lost, beyond the executor's own timeout.
+LEASE_MARGIN_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class SweeperConfig:
+    """How often to sweep, how long leases last, how many sends at once, and pacing."""
+
+    interval_s: float = 30.0
+    lease_s: float = 120.0
+    workers: int = 16
+    pacing: PacingRules = field(default_factory=PacingRules)
+    #: A mark still armed this long after its due_at is expired instead of sent.
+    expire_after_s: float = 6 * 3600.0
+    #: A resumed attempt reporting a new limit within this long holds its account's marks.
+    hold_window_s: float = 600.0
+    heartbeat_s: float = 20.0
+    #: Random delay added to each interval sweep, so replicas started together spread out.
+    jitter_s: float = 2.0
+    step_s: float = STEP_S
+    #: How often a claim waiting for a send of its account to finish is looked at again (a
+    #: send by another sweeper process finishes without telling this one).
+    pacing_poll_s: float = 0.5
+    #: Claims a process may hold per worker (most wait for pacing, without a worker).
+    claims_per_worker: int = 4
+    #: Uncertain marks asked about through the host's lookup route per sweep.
+    reconcile_batch: int = 20
+
+    def __post_init__(self) -> None:
+        if self.interval_s <= 0 or self.lease_s <= 0 or self.workers < 1:
+            raise ValueError("interval_s and lease_s must be positive, workers at least 1")
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> SweeperConfig:
+        """The sweeper's view of `app.settings.Settings`."""
+        lease_s = max(
+            float(settings.sweep_lease_s), float(settings.webhook_timeout_s) + LEASE_MARGIN_S
+        )
+        return cls(
+            interval_s=float(settings.sweep_interval_s),
+            lease_s=lease_s,
+            workers=int(settings.sweep_workers),
+            pacing=PacingRules(
+                max_in_flight=int(settings.account_max_in_flight),
+                stagger_s=float(settings.account_stagger_s),
+            ),
+            expire_after_s=float(settings.mark_expire_after_s),
+            hold_window_s=float(settings.hold_window_s),
+            heartbeat_s=min(20.0, float(settings.sweep_interval_s)),
+            jitter_s=min(2.0, float(settings.sweep_interval_s) / 10),
+        )

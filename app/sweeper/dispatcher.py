@@ -1,0 +1,247 @@
+"""One sweeper process's sends: claim what is due, start what pacing allows, deliver on worker
+threads, record each outcome.
+
+Claims waiting for pacing stay in a local backlog, their leases renewed, so a busy account
+does not bounce its marks between sweepers; a sweeper claims no more than its free workers can
+start, and never claims more marks of an account than the account may have in flight.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta
+
+from app.db import Database
+from app.executors.base import Delivery, Executor, Outcome
+from app.logs import log_event
+from app.sweeper import step
+from app.sweeper.config import SweeperConfig
+from app.sweeper.metrics import SweeperMetrics
+from app.sweeper.notify import Notifier
+
+logger = logging.getLogger("rewake.sweeper")
+
+#: Outcomes written per transaction at most.
+RECORD_BATCH = 200
+
+
+class Dispatcher:
+    """Claims, paces and sends for one sweeper process. Thread-safe: the timer, the interval
+    sweep and the workers all call in."""
+
+    def __init__(
+        self,
+        database: Database,
+        executor: Executor,
+        config: SweeperConfig,
+        metrics: SweeperMetrics,
+        *,
+        sweeper_id: str,
+        clock: Callable[[], datetime],
+        on_change: Callable[[], None] = lambda: None,
+        notifier: Notifier | None = None,
+    ) -> None:
+        self.database = database
+        self.executor = executor
+        self.config = config
+        self.metrics = metrics
+        self.sweeper_id = sweeper_id
+        self.clock = clock
+        self.on_change = on_change
+        self.notifier = notifier
+        self._pool = ThreadPoolExecutor(config.workers, thread_name_prefix="rewake-send")
+        self._lock = threading.RLock()
+        self._backlog: dict[int, step.Claim] = {}
+        self._retry_at: dict[int, datetime] = {}
+        self._busy = 0
+        self._closed = False
+        self._outcomes: queue.Queue[tuple[Delivery, Outcome] | None] = queue.Queue()
+        self._recorder = threading.Thread(
+            target=self._record_outcomes, name="rewake-record", daemon=True
+        )
+        self._recorder.start()
+        #: The database's clock minus this machine's, as last seen (0 on SQLite). Every instant
+        #: kept here is on the database's clock.
+        self.db_offset = timedelta(0)
+
+    # -- what the timer asks -------------------------------------------------------------
+
+    def capacity(self) -> int:
+        """How many more marks this process may claim now: none while every worker is busy,
+        else up to `claims_per_worker` per worker, waiting claims and sends included. Claims
+        held back by pacing wait without a worker, their leases renewed."""
+        with self._lock:
+            if self._closed or self._busy >= self.config.workers:
+                return 0
+            limit = self.config.workers * self.config.claims_per_worker
+            return max(0, limit - self._busy - len(self._backlog))
+
+    def saturated_accounts(self) -> list[str]:
+        """Accounts with as many claims waiting here as they may have in flight."""
+        with self._lock:
+            counts = Counter(c.account_key for c in self._backlog.values() if c.account_key)
+        limit = self.config.pacing.max_in_flight
+        return sorted(account for account, count in counts.items() if count >= limit)
+
+    def next_wake(self) -> datetime | None:
+        """When a waiting claim should be looked at again (on the database's clock): its next
+        chance to start, or the time to renew its lease, whichever comes first."""
+        half_lease = timedelta(seconds=self.config.lease_s / 2)
+        with self._lock:
+            renewals = [claim.lease_until - half_lease for claim in self._backlog.values()]
+            return min([*self._retry_at.values(), *renewals], default=None)
+
+    def backlog(self) -> list[step.Claim]:
+        with self._lock:
+            return list(self._backlog.values())
+
+    # -- firing --------------------------------------------------------------------------
+
+    def fire(self, now: datetime) -> int:
+        """Renew, claim, start and hand to workers what is due at `now` (this machine's
+        estimate of the database's clock, re-read here); how many sends started."""
+        with self._lock:
+            if self._closed:
+                return 0
+            try:
+                return self._fire(self._edge(now))
+            except Exception as error:  # a failed transaction is retried at the next turn
+                log_event(logger, "fire_failed", logging.WARNING, error=repr(error))
+                return 0
+
+    def _edge(self, estimate: datetime) -> datetime:
+        """The database's clock now, and how far it is from this machine's."""
+        local = self.clock()
+        now = step.database_clock(self.database, local)
+        if now is not local:
+            self.db_offset = now - local
+            return now
+        return estimate
+
+    def _fire(self, now: datetime) -> int:
+        self._renew_expiring(now)
+        capacity = self.capacity()
+        if capacity > 0:
+            claims = step.claim(
+                self.database, now, limit=capacity, sweeper_id=self.sweeper_id,
+                lease_s=self.config.lease_s, exclude_accounts=self.saturated_accounts(),
+            )  # fmt: skip
+            self.metrics.claims.inc(len(claims))
+            for claim in claims:
+                self._backlog[claim.mark_id] = claim
+                self._retry_at[claim.mark_id] = now
+        ready = [self._backlog[mark_id] for mark_id, at in self._retry_at.items() if at <= now]
+        if not ready:
+            return 0
+        started = step.start(
+            self.database, now, ready, self.config.pacing, lease_s=self.config.lease_s
+        )
+        for mark_id in started.dropped + started.released:
+            self._forget(mark_id)
+        poll = now + timedelta(seconds=self.config.pacing_poll_s)
+        for mark_id, at in started.waiting.items():
+            self._retry_at[mark_id] = poll if at is None else at
+        for delivery in started.deliveries:
+            self._forget(delivery.mark_id)
+            self._busy += 1
+            lateness = (delivery.sent_at - delivery.due_at).total_seconds()
+            self.metrics.lateness.observe(max(0.0, lateness))
+            self._pool.submit(self._send, delivery)
+        return len(started.deliveries)
+
+    def _forget(self, mark_id: int) -> None:
+        self._backlog.pop(mark_id, None)
+        self._retry_at.pop(mark_id, None)
+
+    def _renew_expiring(self, now: datetime) -> None:
+        """Renew the leases of waiting claims that are past half their lease."""
+        margin = timedelta(seconds=self.config.lease_s / 2)
+        expiring = [
+            c for c in self._backlog.values() if c.lease_until - self.db_offset - now < margin
+        ]
+        if not expiring:
+            return
+        renewed, lost = step.renew(self.database, now, expiring, lease_s=self.config.lease_s)
+        for claim in renewed:
+            self._backlog[claim.mark_id] = claim
+        for mark_id in lost:
+            self._forget(mark_id)
+
+    # -- sending -------------------------------------------------------------------------
+
+    def _send(self, delivery: Delivery) -> None:
+        """On a worker thread: deliver, then hand the outcome to the recorder."""
+        try:
+            outcome = self.executor.deliver(delivery)
+        except Exception as error:  # whether anything left the process is unknown
+            log_event(logger, "executor_crashed", logging.ERROR, error=repr(error))
+            outcome = Outcome("uncertain", "executor_error", repr(error))
+        self._outcomes.put((delivery, outcome))
+
+    def _record_outcomes(self) -> None:
+        """The recorder thread: outcomes are written in batches, one transaction each, so a
+        burst of sends does not become a burst of write transactions."""
+        while True:
+            item = self._outcomes.get()
+            if item is None:
+                return
+            batch = [item]
+            while len(batch) < RECORD_BATCH:
+                try:
+                    more = self._outcomes.get_nowait()
+                except queue.Empty:
+                    break
+                if more is None:
+                    self._record(batch)
+                    return
+                batch.append(more)
+            self._record(batch)
+
+    def _record(self, batch: list[tuple[Delivery, Outcome]]) -> None:
+        now = self.clock()
+        try:
+            now = step.database_clock(self.database, now)
+            rows = step.finish_many(self.database, now, batch)
+        except Exception as error:  # their leases run out and the reaper says uncertain
+            log_event(logger, "outcome_not_recorded", logging.ERROR, error=repr(error))
+            rows = [None] * len(batch)
+        for (delivery, outcome), row in zip(batch, rows, strict=True):
+            self.metrics.outcomes.labels(self.executor.name, outcome.state).inc()
+            log_event(
+                logger, "resume_sent", root_id=delivery.root_id, run_id=delivery.run_id,
+                attempt=delivery.attempt, attempt_key=delivery.attempt_key, state=outcome.state,
+                code=outcome.code, recorded=row is not None,
+            )  # fmt: skip
+            if row is not None and self.notifier is not None:
+                self.notifier.mark_changed(row, now)
+        accounts = {delivery.account_key for delivery, _ in batch}
+        with self._lock:
+            self._busy -= len(batch)
+            # Sends of these accounts finished: their waiting claims may start now.
+            for mark_id, claim in self._backlog.items():
+                if claim.account_key in accounts:
+                    self._retry_at[mark_id] = min(self._retry_at.get(mark_id, now), now)
+        self.on_change()
+
+    # -- stopping ------------------------------------------------------------------------
+
+    def close(self, now: datetime) -> None:
+        """Stop claiming, give waiting claims back, let sends in flight finish."""
+        with self._lock:
+            self._closed = True
+            waiting = list(self._backlog.values())
+            self._backlog.clear()
+            self._retry_at.clear()
+        if waiting:
+            try:
+                step.release(self.database, now, waiting)
+            except Exception as error:  # their leases run out and the reaper re-arms them
+                log_event(logger, "release_failed", logging.WARNING, error=repr(error))
+        self._pool.shutdown(wait=True)
+        self._outcomes.put(None)
+        self._recorder.join(timeout=60)

@@ -1,0 +1,71 @@
+"""Holding an account: a resumed attempt that soon reports a new provider limit means the
+account's limit is live again, so its other marks wait for the new reset.
+
+Called in the failure report's transaction. due_at only ever moves later; each moved mark gets
+a timeline entry saying why. A limit reported within 10 minutes of a resume also counts as
+`resume_into_live_limit`: the one sign of resuming too early.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from sqlmodel import Session
+
+from app.domain.context import Context, iso
+from app.domain.rules import due_at_for
+from app.models import FailureRow
+from app.repository import sessions as repo
+from app.sweeper import queries
+
+#: A limit reported this soon after a resume counts as resuming into a live limit.
+LIVE_LIMIT_WINDOW = timedelta(minutes=10)
+
+
+@dataclass(frozen=True, slots=True)
+class HoldResult:
+    """Whether the failure followed a resume closely, and which marks were held."""
+
+    resumed_into_live_limit: bool = False
+    held_mark_ids: list[int] = field(default_factory=list)
+
+
+def hold_after_resume(
+    db: Session, failure: FailureRow, ctx: Context, *, window_s: float
+) -> HoldResult:
+    """If `failure` is a provider limit reported by an attempt that rewake resumed less than
+    `window_s` earlier, move the account's other armed and claimed marks to its new reset."""
+    if failure.failure_kind != "provider_quota" or failure.reset_at is None:
+        return HoldResult()
+    sent = queries.sent_marks_of_run(db, failure.root_id, failure.run_id, failure.attempt)
+    resumed = next((mark for mark in sent if mark.sent_at is not None), None)
+    if resumed is None or resumed.sent_at is None:
+        return HoldResult()
+    since_resume = failure.observed_at - resumed.sent_at
+    if since_resume < timedelta(0) or since_resume > timedelta(seconds=window_s):
+        return HoldResult()
+    live_limit = since_resume <= LIVE_LIMIT_WINDOW
+    account = failure.account_key or resumed.account_key
+    if account is None:
+        return HoldResult(resumed_into_live_limit=live_limit)
+    new_due = due_at_for(failure.reset_at, failure.resolution_s or 0, ctx.resume_delay_s, ctx.now)
+    held: list[int] = []
+    for mark in queries.marks_to_hold(db, account, new_due):
+        assert mark.id is not None
+        if mark.root_id == failure.root_id or not queries.move_due_later(
+            db, mark.id, new_due, ctx.now
+        ):
+            continue
+        held.append(mark.id)
+        repo.append_timeline(
+            db, mark.root_id, ctx.now, "mark_held", actor=ctx.actor, run_id=mark.run_id,
+            attempt=mark.attempt, mark_id=mark.id,
+            detail={
+                "from": iso(mark.due_at), "to": iso(new_due), "account_key": account,
+                "reason": "a resumed attempt of this account reported a new provider limit",
+                "because": {"root_id": failure.root_id, "run_id": failure.run_id,
+                            "attempt": failure.attempt, "reset_at": iso(failure.reset_at)},
+            },
+        )  # fmt: skip
+    return HoldResult(resumed_into_live_limit=live_limit, held_mark_ids=held)

@@ -1,0 +1,51 @@
+"""The optional notify webhook (REWAKE_NOTIFY_URL): tells an operator when a mark fails, turns
+uncertain or expires. Best effort, off the sweep's path: a notification that cannot be sent is
+logged and dropped; it never changes a mark."""
+
+from __future__ import annotations
+
+import json
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
+
+import httpx
+
+from app.domain.marks import mark_json
+from app.executors.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from app.logs import log_event
+from app.models import MarkRow
+
+logger = logging.getLogger("rewake.sweeper.notify")
+
+#: The mark states worth a person's attention.
+NOTIFY_STATES = frozenset({"failed", "uncertain", "expired"})
+
+
+class Notifier:
+    """POSTs `{"event": "mark_<state>", "mark": {...}}`, signed like a resume when a secret is
+    configured."""
+
+    def __init__(self, url: str, secret: str | None, *, timeout_s: float = 10.0) -> None:
+        self.url = url
+        self._secret = secret
+        self._client = httpx.Client(timeout=timeout_s)
+        self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="rewake-notify")
+
+    def mark_changed(self, row: MarkRow, now: datetime) -> None:
+        if row.state in NOTIFY_STATES:
+            body = json.dumps({"event": f"mark_{row.state}", "mark": mark_json(row)}).encode()
+            self._pool.submit(self._post, body, int(now.timestamp()))
+
+    def _post(self, body: bytes, timestamp: int) -> None:
+        headers = {"Content-Type": "application/json", TIMESTAMP_HEADER: str(timestamp)}
+        if self._secret:
+            headers[SIGNATURE_HEADER] = sign(self._secret, timestamp, body)
+        try:
+            self._client.post(self.url, content=body, headers=headers).raise_for_status()
+        except httpx.HTTPError as error:
+            log_event(logger, "notify_failed", logging.WARNING, error=str(error))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+        self._client.close()

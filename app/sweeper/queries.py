@@ -1,0 +1,225 @@
+"""The sweeper's queries beyond the claim and the compare-and-sets of app.marks: earliest due,
+account loads and locks, lease renewal, expiry, the account hold, and the uncertain backlog."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import func, select, text, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlmodel import Session, col
+
+from app.models import AccountPacingRow, FailureRow, MarkRow
+from app.sweeper.pacing import AccountLoad
+
+_RETURN = {"synchronize_session": False, "populate_existing": True}
+#: The first key of rewake's per-account advisory locks on PostgreSQL ("rwpa").
+PACING_LOCK_CLASS = 0x72777061
+
+
+def _dialect(db: Session) -> str:
+    return db.get_bind().dialect.name
+
+
+def earliest_armed_due(db: Session, exclude_accounts: Sequence[str] = ()) -> datetime | None:
+    """The earliest due_at among armed marks, leaving out marks of `exclude_accounts`."""
+    stmt = select(func.min(col(MarkRow.due_at))).where(col(MarkRow.state) == "armed")
+    if exclude_accounts:
+        stmt = stmt.where(
+            col(MarkRow.account_key).is_(None)
+            | col(MarkRow.account_key).not_in(list(exclude_accounts))
+        )
+    earliest: datetime | None = db.scalar(stmt)  # min() keeps the column's UTC type
+    return earliest
+
+
+def lock_accounts(db: Session, accounts: Sequence[str]) -> None:
+    """Serialize starts per account until the transaction ends (PostgreSQL advisory locks,
+    taken in sorted order; SQLite's write lock already serializes every writer)."""
+    if _dialect(db) != "postgresql":
+        return
+    for account in sorted(set(accounts)):
+        db.execute(
+            text("SELECT pg_advisory_xact_lock(:cls, hashtext(:account))"),
+            {"cls": PACING_LOCK_CLASS, "account": account},
+        )
+
+
+def account_loads(db: Session, accounts: Sequence[str]) -> dict[str, AccountLoad]:
+    """Sends in flight and the latest start, for each of `accounts`: an index seek on the
+    account's sending marks and one pacing row each, however many marks the account has."""
+    wanted = sorted(set(accounts))
+    if not wanted:
+        return {}
+    in_flight_stmt = (
+        select(col(MarkRow.account_key), func.count())
+        .where(col(MarkRow.account_key).in_(wanted), col(MarkRow.state) == "sending")
+        .group_by(col(MarkRow.account_key))
+    )
+    in_flight = {str(account): int(n) for account, n in db.execute(in_flight_stmt).all()}
+    last_stmt = select(AccountPacingRow).where(col(AccountPacingRow.account_key).in_(wanted))
+    last = {row.account_key: row.last_started_at for row in db.scalars(last_stmt)}
+    return {
+        account: AccountLoad(in_flight.get(account, 0), last.get(account)) for account in wanted
+    }
+
+
+def record_starts(db: Session, accounts: Sequence[str], now: datetime) -> None:
+    """Remember `now` as the latest start of each of `accounts`."""
+    wanted = sorted(set(accounts))
+    if not wanted:
+        return
+    insert_fn = pg_insert if _dialect(db) == "postgresql" else sqlite_insert
+    stmt = insert_fn(AccountPacingRow).values(
+        [{"account_key": account, "last_started_at": now} for account in wanted]
+    )
+    stmt = stmt.on_conflict_do_update(
+        index_elements=["account_key"], set_={"last_started_at": stmt.excluded.last_started_at}
+    )
+    db.execute(stmt)
+
+
+def lock_marks(db: Session, mark_ids: Sequence[int]) -> dict[int, MarkRow]:
+    """The marks as they are now, locked in id order until the transaction ends (PostgreSQL;
+    one lock order for every writer that locks several marks)."""
+    if not mark_ids:
+        return {}
+    stmt = (
+        select(MarkRow)
+        .where(col(MarkRow.id).in_(sorted(set(mark_ids))))
+        .order_by(col(MarkRow.id))
+        .with_for_update()
+    )
+    rows = db.scalars(stmt, execution_options={"populate_existing": True})
+    return {row.id: row for row in rows if row.id is not None}
+
+
+def renew_claim(
+    db: Session, mark_id: int, attempt_key: str, lease_until: datetime, now: datetime
+) -> bool:
+    """Extend the lease of a claim this sweeper still holds; False when it lost the claim."""
+    stmt = (
+        update(MarkRow)
+        .where(
+            col(MarkRow.id) == mark_id,
+            col(MarkRow.state) == "claimed",
+            col(MarkRow.attempt_key) == attempt_key,
+        )
+        .values(lease_until=lease_until, updated_at=now)
+    )
+    return bool(db.execute(stmt, execution_options={"synchronize_session": False}).rowcount)  # type: ignore[attr-defined]
+
+
+def expire_armed_before(db: Session, cutoff: datetime, now: datetime) -> list[MarkRow]:
+    """armed -> expired for marks due before `cutoff`: a resume that late is not sent."""
+    stmt = (
+        update(MarkRow)
+        .where(col(MarkRow.state) == "armed", col(MarkRow.due_at) < cutoff)
+        .values(
+            state="expired",
+            outcome="expired",
+            outcome_detail=f"still armed {cutoff.isoformat()} past its due time",
+            updated_at=now,
+        )
+        .returning(MarkRow)
+    )
+    return list(db.scalars(stmt, execution_options=_RETURN))
+
+
+def uncertain_marks(db: Session, limit: int) -> list[MarkRow]:
+    """Uncertain marks with an attempt key, oldest change first."""
+    stmt = (
+        select(MarkRow)
+        .where(col(MarkRow.state) == "uncertain", col(MarkRow.attempt_key).is_not(None))
+        .order_by(col(MarkRow.updated_at), col(MarkRow.id))
+        .limit(limit)
+    )
+    return list(db.scalars(stmt, execution_options={"populate_existing": True}))
+
+
+def marks_to_hold(db: Session, account_key: str, before: datetime) -> list[MarkRow]:
+    """The account's armed and claimed marks due before `before`."""
+    stmt = select(MarkRow).where(
+        col(MarkRow.account_key) == account_key,
+        col(MarkRow.state).in_(("armed", "claimed")),
+        col(MarkRow.due_at) < before,
+    )
+    return list(db.scalars(stmt.order_by(col(MarkRow.id))))
+
+
+def move_due_later(db: Session, mark_id: int, due_at: datetime, now: datetime) -> bool:
+    """Set a live, not yet sending mark's due_at to `due_at` if that is later; True if moved."""
+    stmt = (
+        update(MarkRow)
+        .where(
+            col(MarkRow.id) == mark_id,
+            col(MarkRow.state).in_(("armed", "claimed")),
+            col(MarkRow.due_at) < due_at,
+        )
+        .values(due_at=due_at, updated_at=now)
+    )
+    return bool(db.execute(stmt, execution_options={"synchronize_session": False}).rowcount)  # type: ignore[attr-defined]
+
+
+#: States of a mark whose resume reached (or may have reached) the host.
+RESUMED_STATES = ("sending", "done", "uncertain")
+
+
+def sent_marks_of_run(db: Session, root_id: str, run_id: str, below_attempt: int) -> list[MarkRow]:
+    """The run's marks for earlier attempts whose resume was sent, latest send first."""
+    stmt = (
+        select(MarkRow)
+        .where(
+            col(MarkRow.root_id) == root_id,
+            col(MarkRow.run_id) == run_id,
+            col(MarkRow.attempt) < below_attempt,
+            col(MarkRow.state).in_(RESUMED_STATES),
+            col(MarkRow.sent_at).is_not(None),
+        )
+        .order_by(col(MarkRow.sent_at).desc())
+    )
+    return list(db.scalars(stmt, execution_options={"populate_existing": True}))
+
+
+def cli_session_ids(db: Session, marks: Sequence[MarkRow]) -> dict[tuple[str, str, int], str]:
+    """The CLI session id each mark's failure named, for the command executor's
+    `{session_id}`, keyed by (root_id, run_id, attempt)."""
+    if not marks:
+        return {}
+    wanted = {(mark.root_id, mark.run_id, mark.attempt) for mark in marks}
+    stmt = select(
+        col(FailureRow.root_id), col(FailureRow.run_id), col(FailureRow.attempt),
+        col(FailureRow.cli_session_id),
+    ).where(
+        col(FailureRow.root_id).in_(sorted({root for root, _, _ in wanted})),
+        col(FailureRow.cli_session_id).is_not(None),
+    )  # fmt: skip
+    return {
+        (root, run, attempt): str(session_id)
+        for root, run, attempt, session_id in db.execute(stmt).all()
+        if (root, run, attempt) in wanted
+    }
+
+
+def release_claim(db: Session, mark_id: int, attempt_key: str, now: datetime) -> MarkRow | None:
+    """claimed -> armed for the holder of `attempt_key`: nothing was sent, anyone may claim it."""
+    stmt = (
+        update(MarkRow)
+        .where(
+            col(MarkRow.id) == mark_id,
+            col(MarkRow.state) == "claimed",
+            col(MarkRow.attempt_key) == attempt_key,
+        )
+        .values(state="armed", claimed_by=None, attempt_key=None, lease_until=None, updated_at=now)
+        .returning(MarkRow)
+    )
+    return db.scalars(stmt, execution_options=_RETURN).first()
+
+
+def limit_lock_waits(db: Session, milliseconds: int) -> None:
+    """On PostgreSQL, give up waiting for a lock after `milliseconds` in this transaction: the
+    sweeper backs off and retries rather than keep an API request waiting behind it."""
+    if _dialect(db) == "postgresql":
+        db.execute(text(f"SET LOCAL lock_timeout = '{int(milliseconds)}ms'"))

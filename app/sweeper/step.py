@@ -1,0 +1,300 @@
+"""The sweep step as plain functions: each takes `now`, opens its own transaction, and returns
+what it did. The runtime (app.sweeper.runtime) only calls these.
+
+`now` is read once at the edge, a timer turn or a sweep tick, through `database_clock`: on
+PostgreSQL that is the database's clock, so that all sweepers, on whatever machines, agree on
+when a mark is due.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlmodel import Session
+
+from app.db import Database
+from app.domain.context import iso
+from app.executors.base import Delivery, Executor, Lookup, Outcome
+from app.marks import (
+    SendResult,
+    claim_due_marks,
+    mark_sending_many,
+    reap_expired_leases,
+    record_outcomes,
+)
+from app.models import MarkRow
+from app.repository import marks as mark_repo
+from app.repository import sessions as repo
+from app.sweeper import queries
+from app.sweeper.pacing import PacingRules, accounts_of, plan_starts
+
+#: How long a start may wait for a lock on PostgreSQL before backing off (below the server's
+#: deadlock_timeout of 1 s, so that in any lock cycle with an API request the sweeper yields).
+START_LOCK_TIMEOUT_MS = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """A claim this sweeper holds: the mark, the key that fences it, and when it is due."""
+
+    mark_id: int
+    attempt_key: str
+    account_key: str | None
+    due_at: datetime
+    lease_until: datetime
+
+    @classmethod
+    def of(cls, row: MarkRow) -> Claim:
+        assert row.id is not None and row.attempt_key is not None
+        assert row.lease_until is not None
+        return cls(row.id, row.attempt_key, row.account_key, row.due_at, row.lease_until)
+
+
+def delivery_of(row: MarkRow, sent_at: datetime, cli_session_id: str | None) -> Delivery:
+    assert row.id is not None and row.attempt_key is not None
+    return Delivery(
+        mark_id=row.id,
+        root_id=row.root_id,
+        run_id=row.run_id,
+        attempt=row.attempt,
+        attempt_key=row.attempt_key,
+        reset_at=row.reset_at,
+        resolution_s=row.resolution_s,
+        due_at=row.due_at,
+        armed_by=row.armed_by,
+        armed_at=row.armed_at,
+        sent_at=sent_at,
+        account_key=row.account_key,
+        cli_session_id=cli_session_id,
+    )
+
+
+def _timeline(
+    db: Session, row: MarkRow, now: datetime, event: str, actor: str, **detail: object
+) -> None:
+    repo.append_timeline(
+        db, row.root_id, now, event, actor=actor, run_id=row.run_id, attempt=row.attempt,
+        mark_id=row.id, detail=dict(detail),
+    )  # fmt: skip
+
+
+def database_clock(database: Database, fallback: datetime) -> datetime:
+    """The instant to act on: the database's clock on PostgreSQL, `fallback` on SQLite (where
+    every sweeper shares this machine's clock)."""
+    if database.dialect != "postgresql":
+        return fallback
+    with database.reader() as db:
+        return mark_repo.database_now(db, fallback)
+
+
+def heartbeat(
+    database: Database, now: datetime, sweeper_id: str, *, host: str | None, pid: int | None
+) -> None:
+    """Say that this sweeper is alive (/readyz and the marks' warnings read it)."""
+    with database.writer() as db, db.begin():
+        repo.record_heartbeat(db, sweeper_id, now, host=host, pid=pid)
+
+
+@dataclass(frozen=True, slots=True)
+class Housekeeping:
+    """What one sweep's housekeeping changed."""
+
+    rearmed: list[MarkRow]
+    uncertain: list[MarkRow]
+    expired: list[MarkRow]
+
+
+def housekeeping(database: Database, now: datetime, *, expire_after_s: float) -> Housekeeping:
+    """Reap expired leases (claimed -> armed, sending -> uncertain) and expire marks still armed
+    `expire_after_s` past their due time (a resume that late is not sent)."""
+    with database.writer() as db, db.begin():
+        reaped = reap_expired_leases(db, now)
+        expired = queries.expire_armed_before(db, now - timedelta(seconds=expire_after_s), now)
+        for row in expired:
+            _timeline(db, row, now, "mark_expired", "sweeper", due_at=iso(row.due_at))
+    return Housekeeping(reaped.rearmed, reaped.uncertain, expired)
+
+
+def claim(
+    database: Database,
+    now: datetime,
+    *,
+    limit: int,
+    sweeper_id: str,
+    lease_s: float,
+    exclude_accounts: Sequence[str] = (),
+) -> list[Claim]:
+    """Claim up to `limit` due marks for this sweeper (one statement, earliest due first),
+    none of `exclude_accounts`."""
+    if limit <= 0:
+        return []
+    with database.writer() as db, db.begin():
+        rows = claim_due_marks(db, now, limit, sweeper_id, lease_s, exclude_accounts)
+    return [Claim.of(row) for row in rows]
+
+
+@dataclass(slots=True)
+class Started:
+    """The outcome of one start: deliveries to send now, claims that wait for pacing (with
+    the instant to look again, None: when a send of the account finishes), and claims that
+    are no longer this sweeper's (cleared, deleted, reaped, or released because their due_at
+    moved later)."""
+
+    now: datetime
+    deliveries: list[Delivery] = field(default_factory=list)
+    waiting: dict[int, datetime | None] = field(default_factory=dict)
+    dropped: list[int] = field(default_factory=list)
+    released: list[int] = field(default_factory=list)
+
+
+def start(
+    database: Database,
+    now: datetime,
+    claims: Sequence[Claim],
+    rules: PacingRules,
+    *,
+    lease_s: float,
+) -> Started:
+    """Move the claims that pacing lets start from claimed to sending, in one durable commit
+    (synchronous=FULL on SQLite): nothing is sent before this returns.
+
+    Each mark is re-read under a lock: a claim lost to a clear, a delete or the reaper is
+    dropped, and one whose due_at was moved later (an account hold) goes back to armed, so a
+    held mark never starts before its new due_at."""
+    with database.durable_writer() as db, db.begin():
+        started = Started(now)
+        queries.limit_lock_waits(db, START_LOCK_TIMEOUT_MS)
+        queries.lock_accounts(db, [c.account_key for c in claims if c.account_key is not None])
+        current = queries.lock_marks(db, [c.mark_id for c in claims])
+        rows: dict[int, MarkRow] = {}
+        for claim_ in claims:
+            row = current.get(claim_.mark_id)
+            if row is None or row.state != "claimed" or row.attempt_key != claim_.attempt_key:
+                started.dropped.append(claim_.mark_id)
+            elif row.due_at > now:
+                queries.release_claim(db, claim_.mark_id, claim_.attempt_key, now)
+                _timeline(db, row, now, "mark_released", "sweeper", due_at=iso(row.due_at))
+                started.released.append(claim_.mark_id)
+            else:
+                rows[claim_.mark_id] = row
+        candidates = [
+            (mark_id, row.account_key)
+            for mark_id, row in sorted(rows.items(), key=lambda item: (item[1].due_at, item[0]))
+        ]
+        loads = queries.account_loads(db, accounts_of(candidates))
+        plan = plan_starts(candidates, loads, rules, now)
+        started.waiting.update(plan.wait)
+        sessions = queries.cli_session_ids(db, [rows[mark_id] for mark_id in plan.start])
+        queries.record_starts(
+            db,
+            [acct for acct in (rows[m].account_key for m in plan.start) if acct is not None],
+            now,
+        )
+        held = [(mark_id, rows[mark_id].attempt_key or "") for mark_id in plan.start]
+        moved = {row.id: row for row in mark_sending_many(db, held, now, lease_s)}
+        for mark_id in plan.start:
+            row = moved.get(mark_id)
+            if row is None:  # pragma: no cover - the row is locked by this transaction
+                started.dropped.append(mark_id)
+                continue
+            session_id = sessions.get((row.root_id, row.run_id, row.attempt))
+            started.deliveries.append(delivery_of(row, now, session_id))
+    return started
+
+
+def renew(
+    database: Database, now: datetime, claims: Sequence[Claim], *, lease_s: float
+) -> tuple[list[Claim], list[int]]:
+    """Extend the leases of claims waiting for pacing; the renewed claims, and the ids lost."""
+    renewed: list[Claim] = []
+    lost: list[int] = []
+    with database.writer() as db, db.begin():
+        lease_until = now + timedelta(seconds=lease_s)
+        for claim_ in claims:
+            if queries.renew_claim(db, claim_.mark_id, claim_.attempt_key, lease_until, now):
+                renewed.append(
+                    Claim(claim_.mark_id, claim_.attempt_key, claim_.account_key,
+                          claim_.due_at, lease_until)
+                )  # fmt: skip
+            else:
+                lost.append(claim_.mark_id)
+    return renewed, lost
+
+
+def release(database: Database, now: datetime, claims: Sequence[Claim]) -> int:
+    """Give claims back (claimed -> armed), e.g. at shutdown; how many were still held."""
+    released = 0
+    with database.writer() as db, db.begin():
+        for claim_ in claims:
+            row = queries.release_claim(db, claim_.mark_id, claim_.attempt_key, now)
+            if row is not None:
+                _timeline(db, row, now, "mark_released", "sweeper", reason="sweeper stopping")
+                released += 1
+    return released
+
+
+def finish(
+    database: Database, now: datetime, delivery: Delivery, outcome: Outcome
+) -> MarkRow | None:
+    """sending -> the outcome's state, for the holder of the attempt key; None when the mark
+    was settled meanwhile (a later attempt's report, the reaper)."""
+    return finish_many(database, now, [(delivery, outcome)])[0]
+
+
+def finish_many(
+    database: Database, now: datetime, results: Sequence[tuple[Delivery, Outcome]]
+) -> list[MarkRow | None]:
+    """`finish` for several sends in one transaction; a row (or None) for each, in order."""
+    sends = [SendResult(d.mark_id, d.attempt_key, o.state, o.code, o.detail) for d, o in results]
+    with database.writer() as db, db.begin():
+        moved = {row.id: row for row in record_outcomes(db, sends, now)}
+    return [moved.get(delivery.mark_id) for delivery, _ in results]
+
+
+def earliest_due(database: Database, exclude_accounts: Sequence[str] = ()) -> datetime | None:
+    """When the next armed mark falls due (leaving out accounts this sweeper cannot take)."""
+    with database.reader() as db:
+        return queries.earliest_armed_due(db, exclude_accounts)
+
+
+@dataclass(frozen=True, slots=True)
+class Reconciled:
+    mark_id: int
+    state: str
+
+
+def reconcile_uncertain(
+    database: Database, now: datetime, executor: Executor, *, limit: int = 20
+) -> list[Reconciled]:
+    """Ask the host's lookup route about uncertain marks: seen -> done, never seen -> failed
+    (not_sent). No answer leaves the mark uncertain; nothing is ever re-sent."""
+    with database.reader() as db:
+        candidates = queries.uncertain_marks(db, limit)
+    settled: list[Reconciled] = []
+    for row in candidates:
+        found = executor.lookup(delivery_of(row, row.updated_at, None), now)
+        if found is None:
+            continue
+        result = _settle_uncertain(database, now, row, found)
+        if result is not None:
+            settled.append(result)
+    return settled
+
+
+def _settle_uncertain(
+    database: Database, now: datetime, row: MarkRow, found: Lookup
+) -> Reconciled | None:
+    assert row.id is not None
+    state, outcome = ("done", "done") if found.received else ("failed", "not_sent")
+    said = found.detail or ("seen" if found.received else "never seen")
+    with database.writer() as db, db.begin():
+        moved = mark_repo.move_mark(
+            db, row.id, from_states=("uncertain",), to_state=state, now=now,
+            attempt_key=row.attempt_key, outcome=outcome, outcome_detail=f"host lookup: {said}",
+        )  # fmt: skip
+        if moved is None:
+            return None
+        _timeline(db, moved, now, "mark_reconciled", "sweeper", outcome=outcome)
+    return Reconciled(row.id, state)

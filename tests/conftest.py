@@ -1,0 +1,206 @@
+"""Shared fixtures for the service's tests: a migrated SQLite file, a fresh PostgreSQL schema,
+a settable clock, and the API served by a real uvicorn on loopback."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+POSTGRES_ENV = "REWAKE_TEST_POSTGRES_URL"
+#: The instant most service tests stand at: one minute after their reports were observed.
+T0 = datetime(2026, 11, 30, 13, 6, tzinfo=UTC)
+TOKENS = "alice:alice-secret-0123456789,bob:bob-secret-0123456789"
+ALICE = {"Authorization": "Bearer alice-secret-0123456789"}
+
+
+@dataclass
+class Clock:
+    """A clock the tests set; the app reads it once per request."""
+
+    now: datetime = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> datetime:
+        self.now += timedelta(**delta)
+        return self.now
+
+
+def migrate(url: str) -> None:
+    from app import migrations
+    from app.db import Database
+
+    database = Database(url)
+    migrations.upgrade(database.engine)
+    database.dispose()
+
+
+def postgres_schema_url(base: str, schema: str) -> str:
+    """`base` with every connection's search_path set to `schema`."""
+    separator = "&" if "?" in base else "?"
+    return f"{base}{separator}options=-csearch_path%3D{schema}"
+
+
+@contextmanager
+def fresh_postgres_schema(migrated: bool = True) -> Iterator[str]:
+    """A URL whose connections live in a new schema, dropped afterwards."""
+    base = os.environ.get(POSTGRES_ENV)
+    if not base:
+        pytest.skip(f"{POSTGRES_ENV} is not set")
+    import sqlalchemy
+
+    schema = f"rewake_test_{uuid.uuid4().hex[:12]}"
+    admin = sqlalchemy.create_engine(base.replace("postgresql://", "postgresql+psycopg://", 1))
+    with admin.begin() as connection:
+        connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
+    url = postgres_schema_url(base, schema)
+    try:
+        if migrated:
+            migrate(url)
+        yield url
+    finally:
+        with admin.begin() as connection:
+            connection.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'rewake.db'}"
+    migrate(url)
+    return url
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    with fresh_postgres_schema() as url:
+        yield url
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgres"])
+def db_url(request: pytest.FixtureRequest) -> str:
+    """Each database the service runs on, migrated to head."""
+    url: str = request.getfixturevalue(f"{request.param}_url")
+    return url
+
+
+class LiveServer:
+    """An app served by uvicorn in a thread, on a free loopback port."""
+
+    def __init__(self, app: Any) -> None:
+        import uvicorn
+
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    def __exit__(self, *_exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@dataclass
+class Api:
+    """A running API: its base URL, its clock, and its database."""
+
+    url: str
+    clock: Clock
+    database: Any
+
+    def client(self, headers: dict[str, str] | None = None) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers=ALICE if headers is None else headers)
+
+
+@contextmanager
+def serve_api(database_url: str, **settings: Any) -> Iterator[Api]:
+    """The API over `database_url`, with tokens unless told otherwise, on a settable clock."""
+    from app.api.app import create_app
+    from app.db import Database
+    from app.settings import Settings
+
+    settings.setdefault("api_tokens", TOKENS)
+    settings.setdefault("display_zone", "Europe/Berlin")
+    clock = Clock()
+    database = Database(database_url)
+    config = Settings(database_url=database_url, **settings)
+    app = create_app(config, database=database, clock=clock)
+    with LiveServer(app) as url:
+        yield Api(url=url, clock=clock, database=database)
+    database.dispose()
+
+
+@pytest.fixture(scope="session")
+def _served(db_url: str) -> Iterator[Api]:
+    with serve_api(db_url) as api:
+        yield api
+
+
+@pytest.fixture
+def api(_served: Api) -> Iterator[Api]:
+    """The API on each database, its clock back at T0."""
+    _served.clock.now = T0
+    yield _served
+
+
+@pytest.fixture
+def http(api: Api) -> Iterator[httpx.Client]:
+    """A client of `api` that acts as alice."""
+    with api.client() as client:
+        yield client
+
+
+@pytest.fixture
+def root_id() -> str:
+    """A root_id no other test uses."""
+    return f"s-{uuid.uuid4().hex[:16]}"
+
+
+# Real CLI messages, observed at OBSERVED (13:05Z) on a host in Europe/Berlin (CET, +01:00).
+OBSERVED = "2026-11-30T14:05:00+01:00"
+QUOTA = "You've hit your session limit · resets 5:40pm (Europe/Berlin)"  # 16:40Z, +60 s
+QUOTA_LATER = "You've hit your session limit · resets 6:40pm (Europe/Berlin)"  # 17:40Z
+PASSED = "You've hit your session limit · resets 2:00pm (Europe/Berlin)"  # 13:00Z, 5 min ago
+NOT_STATED = "5 hour limit reached"
+NO_RESET = "Credit balance too low · Add funds: https://console.anthropic.com/settings/billing"
+LOGIN = "Not logged in · Run /login"
+NATIVE = (  # 6pm CET is 17:00Z; the CLI says it continues by itself
+    "5-hour limit reached ∙ resets 6pm\n"
+    "  ⎿  Claude will continue automatically when the limit resets."
+)
+
+
+def failure(attempt: int = 1, message: str = QUOTA, **extra: Any) -> dict[str, Any]:
+    """A failure report body from a Berlin host."""
+    body: dict[str, Any] = {
+        "attempt": attempt,
+        "message": message,
+        "observed_at": OBSERVED,
+        "zone": "Europe/Berlin",
+    }
+    body.update(extra)
+    return body
+
+
+def runs_url(root_id: str, run_id: str = "r1", what: str = "failures") -> str:
+    return f"/api/agent/runs/{root_id}/runs/{run_id}/{what}"

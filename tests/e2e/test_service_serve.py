@@ -1,0 +1,126 @@
+"""`rewake serve` and `rewake migrate` as a user runs them: real processes, real HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def rewake(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    clean = {key: value for key, value in os.environ.items() if not key.startswith("REWAKE_")}
+    clean["PYTHONPATH"] = str(ROOT)
+    return subprocess.Popen(
+        [sys.executable, "-m", "app.cli", *args],
+        cwd=cwd,
+        env=clean | (env or {}),
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_healthy(url: str, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise AssertionError(f"rewake serve did not answer: {process.stderr}")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`rewake serve` with no configuration at all, in an empty directory."""
+    port = free_port()
+    process = rewake("serve", "--port", str(port), cwd=tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, process)
+        yield url, process
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_serve_runs_on_embedded_sqlite_with_no_configuration(
+    served: tuple[str, subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    """With nothing configured, serve migrates rewake.db here, takes reports and gets ready."""
+    url, process = served
+    body = {
+        "attempt": 1,
+        "message": "You've hit your session limit · resets 5:40pm (Europe/Berlin)",
+        "observed_at": "2026-11-30T14:05:00+01:00",
+        "zone": "Europe/Berlin",
+    }
+    answer = httpx.post(f"{url}/api/agent/runs/demo/runs/r1/failures", json=body)
+    assert answer.status_code == 201
+    assert answer.json()["verdict"]["reset_at"] == "2026-11-30T16:40:00Z"
+    assert (tmp_path / "rewake.db").exists()
+    deadline = time.monotonic() + 15
+    while httpx.get(f"{url}/readyz").status_code != 200:  # its own sweeper's heartbeat
+        assert time.monotonic() < deadline, httpx.get(f"{url}/readyz").text
+        time.sleep(0.2)
+    process.terminate()
+    _, log = process.communicate(timeout=10)
+    assert "any local process (agents included) can use it" in log
+    assert "schema_current revision=0001" in log
+
+
+def test_serve_refuses_a_public_address_without_tokens(tmp_path: Path) -> None:
+    """Binding a non-loopback address with no REWAKE_API_TOKENS is refused at start."""
+    process = rewake("serve", "--host", "0.0.0.0", "--port", str(free_port()), cwd=tmp_path)
+    _, log = process.communicate(timeout=30)
+    assert process.returncode == 2
+    assert "bind_refused" in log
+    assert not (tmp_path / "rewake.db").exists()
+
+
+def test_no_migrate_refuses_a_schema_that_is_not_current(tmp_path: Path) -> None:
+    """serve --no-migrate on an empty database refuses to start and names `rewake migrate`."""
+    process = rewake("serve", "--no-migrate", "--port", str(free_port()), cwd=tmp_path)
+    _, log = process.communicate(timeout=30)
+    assert process.returncode == 2
+    assert "run `rewake migrate`" in log
+
+
+def test_migrate_then_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    """`rewake migrate` makes the schema; a revision it does not know makes serve refuse."""
+    migrate = rewake("migrate", cwd=tmp_path)
+    _, log = migrate.communicate(timeout=30)
+    assert migrate.returncode == 0, log
+    with sqlite3.connect(tmp_path / "rewake.db") as connection:
+        connection.execute("UPDATE alembic_version SET version_num = 'f00dcafe'")
+    serve = rewake("serve", "--port", str(free_port()), cwd=tmp_path)
+    _, log = serve.communicate(timeout=30)
+    assert serve.returncode == 2
+    assert "newer than this rewake knows" in log
+
+
+def test_json_logs_when_asked(tmp_path: Path) -> None:
+    """REWAKE_LOG_JSON=1 makes every log line a JSON object with an event name."""
+    migrate = rewake("migrate", cwd=tmp_path, env={"REWAKE_LOG_JSON": "1"})
+    _, log = migrate.communicate(timeout=30)
+    events = [json.loads(line)["event"] for line in log.splitlines() if line.startswith("{")]
+    assert "schema_current" in events

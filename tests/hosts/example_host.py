@@ -1,0 +1,279 @@
+"""A minimal host that honours docs/host-contract.md, used by the sweeper's tests and benches.
+
+It verifies every signature (HMAC-SHA256 over `timestamp.body`, five minutes of tolerance),
+dedupes by Idempotency-Key (the same key gets the stored answer; a key still being handled gets
+409 `key_in_progress`), refuses an `expected_attempt` that is no longer the run's paused attempt
+(409 `attempt_moved_on`), offers the lookup route (`GET /resumes/{key}`, 404 for a key never
+seen, which also retires it), and records every call with the instant it arrived.
+
+Run it alone: `python -m tests.hosts.example_host --secret S --port 8700`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import json
+import re
+import sys
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+RESUME_PATH = re.compile(r"^/api/agent/runs/([^/]+)/runs/([^/]+)/resume$")
+LOOKUP_PATH = re.compile(r"^/resumes/([^/]+)$")
+TOLERANCE_S = 300
+
+
+@dataclass(frozen=True)
+class Call:
+    """One resume request as it arrived."""
+
+    arrived: float  # Unix time, read when the request line was parsed
+    root_id: str
+    run_id: str
+    key: str
+    expected_attempt: int | None
+    body: dict[str, Any]
+    signature_problem: str | None
+    status: int
+
+    @property
+    def mark_id(self) -> int | None:
+        mark = self.body.get("mark") or {}
+        value = mark.get("id")
+        return value if isinstance(value, int) else None
+
+    @property
+    def account_key(self) -> str | None:
+        return (self.body.get("mark") or {}).get("account_key")
+
+
+@dataclass
+class HostState:
+    """Everything the host remembers; guarded by `lock`."""
+
+    secret: str
+    #: (root_id, run_id) -> the attempt paused there; runs not listed accept any attempt.
+    paused: dict[tuple[str, str], int] = field(default_factory=dict)
+    answers: dict[str, tuple[int, bytes]] = field(default_factory=dict)
+    in_progress: set[str] = field(default_factory=set)
+    retired: set[str] = field(default_factory=set)
+    calls: list[Call] = field(default_factory=list)
+    #: Keys whose resume was performed (a repeated key is answered, not resumed again).
+    resumed: list[str] = field(default_factory=list)
+    #: root_id -> (status, problem code) to answer instead of resuming.
+    refuse: dict[str, tuple[int, str]] = field(default_factory=dict)
+    #: Seconds to hold every resume before answering (a slow host).
+    delay_s: float = 0.0
+    in_flight: Counter[str] = field(default_factory=Counter)
+    max_in_flight: Counter[str] = field(default_factory=Counter)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def verify_signature(secret: str, timestamp: str, signature: str, body: bytes) -> str | None:
+    """The host's check, written from the contract alone: None when authentic and fresh."""
+    if not timestamp.isdigit():
+        return "timestamp_malformed"
+    if abs(time.time() - int(timestamp)) > TOLERANCE_S:
+        return "timestamp_out_of_window"
+    expected = (
+        "sha256="
+        + hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    )
+    if not hmac.compare_digest(expected.encode(), signature.encode()):
+        return "signature_mismatch"
+    return None
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def _send(self, status: int, payload: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _problem(self, status: int, code: str) -> tuple[int, bytes]:
+        return status, json.dumps({"status": status, "code": code}).encode()
+
+    def do_GET(self) -> None:
+        match = LOOKUP_PATH.match(self.path)
+        if match is None:
+            self._send(*self._problem(404, "not_found"))
+            return
+        key = match.group(1)
+        state = self.server.state
+        problem = verify_signature(
+            state.secret,
+            self.headers.get("X-Rewake-Timestamp", ""),
+            self.headers.get("X-Rewake-Signature", ""),
+            key.encode(),
+        )
+        if problem is not None:
+            self._send(*self._problem(401, problem))
+            return
+        with state.lock:
+            if key in state.answers:
+                status, _ = state.answers[key]
+                self._send(200, json.dumps({"key": key, "status": status}).encode())
+                return
+            if key in state.in_progress:
+                self._send(*self._problem(409, "key_in_progress"))
+                return
+            # Never seen: say so, and refuse the key from now on, so the answer stays true.
+            state.retired.add(key)
+        self._send(*self._problem(404, "key_unknown"))
+
+    def do_POST(self) -> None:
+        arrived = time.time()
+        state = self.server.state
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        match = RESUME_PATH.match(self.path)
+        if match is None:
+            self._send(*self._problem(404, "not_found"))
+            return
+        root_id, run_id = match.groups()
+        key = self.headers.get("Idempotency-Key", "")
+        problem = verify_signature(
+            state.secret,
+            self.headers.get("X-Rewake-Timestamp", ""),
+            self.headers.get("X-Rewake-Signature", ""),
+            raw,
+        )
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = {}
+        expected = body.get("expected_attempt")
+        status, answer = self._handle(root_id, run_id, key, body, problem)
+        with state.lock:
+            state.calls.append(
+                Call(
+                    arrived=arrived, root_id=root_id, run_id=run_id, key=key,
+                    expected_attempt=expected if isinstance(expected, int) else None,
+                    body=body, signature_problem=problem, status=status,
+                )
+            )  # fmt: skip
+        self._send(status, answer)
+
+    def _handle(
+        self, root_id: str, run_id: str, key: str, body: dict[str, Any], problem: str | None
+    ) -> tuple[int, bytes]:
+        state = self.server.state
+        if problem is not None:
+            return self._problem(401, problem)
+        if not key or "force" in body:
+            return self._problem(400, "bad_request")
+        account = str((body.get("mark") or {}).get("account_key"))
+        with state.lock:
+            if key in state.answers:
+                return state.answers[key]
+            if key in state.in_progress or key in state.retired:
+                return self._problem(
+                    409, "key_in_progress" if key in state.in_progress else "key_retired"
+                )
+            if root_id in state.refuse:
+                status, code = state.refuse[root_id]
+                answer = self._problem(status, code)
+                state.answers[key] = answer
+                return answer
+            paused = state.paused.get((root_id, run_id))
+            if paused is not None and paused != body.get("expected_attempt"):
+                answer = self._problem(409, "attempt_moved_on")
+                state.answers[key] = answer
+                return answer
+            state.in_progress.add(key)
+            state.in_flight[account] += 1
+            state.max_in_flight[account] = max(
+                state.max_in_flight[account], state.in_flight[account]
+            )
+        if state.delay_s:
+            time.sleep(state.delay_s)
+        with state.lock:
+            state.in_flight[account] -= 1
+            state.in_progress.discard(key)
+            state.resumed.append(key)
+            if paused is not None:
+                state.paused[(root_id, run_id)] = paused + 1  # the resumed attempt runs now
+            answer = (
+                202,
+                json.dumps({"resumed": True, "attempt": body.get("expected_attempt")}).encode(),
+            )
+            state.answers[key] = answer
+        return answer
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client killed mid-request (the kill drill does this on purpose) is not an error.
+        if not isinstance(sys.exc_info()[1], (BrokenPipeError, ConnectionResetError)):
+            super().handle_error(request, client_address)
+
+    def __init__(self, state: HostState, port: int = 0) -> None:
+        super().__init__(("127.0.0.1", port), _Handler)
+        self.state = state
+
+
+class ExampleHost:
+    """The host served on loopback in a background thread."""
+
+    def __init__(self, secret: str, port: int = 0) -> None:
+        self.state = HostState(secret=secret)
+        self._server = _Server(self.state, port)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    @property
+    def resume_template(self) -> str:
+        return self.url + "/api/agent/runs/{root_id}/runs/{run_id}/resume"
+
+    @property
+    def lookup_template(self) -> str:
+        return self.url + "/resumes/{attempt_key}"
+
+    def calls(self) -> list[Call]:
+        with self.state.lock:
+            return list(self.state.calls)
+
+    def __enter__(self) -> ExampleHost:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--secret", required=True)
+    parser.add_argument("--port", type=int, default=8700)
+    args = parser.parse_args()
+    with ExampleHost(args.secret, args.port) as host:
+        print(f"example host on {host.url}", flush=True)
+        threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,160 @@
+"""Bad input never makes a 5xx: every refusal is problem+json with a stable code."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+from conftest import QUOTA, failure, runs_url
+
+
+def assert_problem(answer: httpx.Response, status: int, code: str) -> None:
+    assert (answer.status_code, answer.json()["code"]) == (status, code), answer.text
+    assert answer.headers["content-type"] == "application/problem+json"
+
+
+def post_json(http: httpx.Client, url: str, body: Any) -> httpx.Response:
+    """POST JSON text as Python writes it: lone surrogates travel as \\ud800 escapes."""
+    content = json.dumps(body).encode()
+    return http.post(url, content=content, headers={"content-type": "application/json"})
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"",
+        b"{",
+        b"not json",
+        b"[]",
+        b"null",
+        b'{"attempt": 1, "message": "x", "observed_at": "2026-11-30T13:00:00Z"',
+        b"\xff\xfe\x00garbage",
+        b'{"attempt": 1, "message": "\xff\xfe", "observed_at": "2026-11-30T13:00:00Z"}',
+    ],
+)
+def test_malformed_bodies_are_422(http: httpx.Client, root_id: str, content: bytes) -> None:
+    """Bodies that are not a JSON object of the right shape are 400/422 invalid_request."""
+    answer = http.post(
+        runs_url(root_id), content=content, headers={"content-type": "application/json"}
+    )
+    assert answer.status_code in (400, 422)
+    assert_problem(answer, answer.status_code, "invalid_request")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"attempt": "one"},
+        {"attempt": -1},
+        {"attempt": 2**40},
+        {"attempt": None},
+        {"message": 42},
+        {"message": None},
+        {"observed_at": "yesterday"},
+        {"observed_at": 12.5e30},
+        {"halted": "yes"},
+        {"provider": "copilot"},
+        {"failure_kind": "bored"},
+        {"capture": "memory"},
+        {"zone": "x" * 65},
+        {"events": {"not": "a list"}},
+    ],
+)
+def test_wrong_types_are_422(http: httpx.Client, root_id: str, change: dict[str, Any]) -> None:
+    """A field of the wrong type or outside its values is 422 invalid_request."""
+    assert_problem(http.post(runs_url(root_id), json=failure() | change), 422, "invalid_request")
+
+
+@pytest.mark.parametrize(
+    "observed_at",
+    ["0001-01-01T00:00:00+05:00", "9999-12-31T23:59:59-05:00", "1970-01-01T00:00:00Z"],
+)
+def test_extreme_instants_are_refused_or_stored(
+    http: httpx.Client, root_id: str, observed_at: str
+) -> None:
+    """Instants at the ends of the calendar are refused with 422 or stored, never a 5xx."""
+    answer = http.post(runs_url(root_id), json=failure(observed_at=observed_at))
+    assert answer.status_code in (201, 422), answer.text
+
+
+@pytest.mark.parametrize("zone", ["Mars/Olympus", "Etc/Unknown", "../../etc/passwd", "", "UTC\x00"])
+def test_unknown_zones_are_a_verdict_not_an_error(
+    http: httpx.Client, root_id: str, zone: str
+) -> None:
+    """An unusable host zone is stored, and a time that needs it is refused as zone_unknown."""
+    body = failure(message="You've hit your session limit · resets 5:40pm", zone=zone)
+    answer = http.post(runs_url(root_id), json=body)
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["verdict"]["refusal"]["code"] == "zone_unknown"
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "\x00\x01\x02 binary \x00",
+        "\ud800 lone surrogate",
+        "\x1b[31m" + QUOTA + "\x1b[0m",
+        "😀" * 1000,
+    ],
+)
+def test_binary_text_is_stored(http: httpx.Client, root_id: str, message: str) -> None:
+    """NUL bytes, lone surrogates and escape codes in the CLI output are stored, never a 5xx."""
+    body = failure(message=message, session_id="\x00id", events=[{"k": "\x00v"}, "\ud800"])
+    answer = post_json(http, runs_url(root_id), body)
+    assert answer.status_code == 201, answer.text
+    assert http.get(f"/api/agent/runs/{root_id}").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/agent/runs/has%20space/runs/r1/failures",
+        "/api/agent/runs/" + "a" * 201 + "/runs/r1/failures",
+        "/api/agent/runs/-leading-dash/runs/r1/failures",
+        "/api/agent/runs/ok/runs/%00/failures",
+        "/api/agent/runs/tombstones/runs/r1/failures",
+    ],
+)
+def test_bad_ids_are_422(http: httpx.Client, path: str) -> None:
+    """root_id and run_id outside their pattern (or reserved) are 422 invalid_request."""
+    assert_problem(http.post(path, json=failure()), 422, "invalid_request")
+
+
+def test_unknown_routes_and_methods_are_problems(http: httpx.Client) -> None:
+    """Unknown paths are 404 not_found, wrong methods 405 method_not_allowed."""
+    assert_problem(http.get("/api/nothing"), 404, "not_found")
+    assert_problem(http.patch("/api/agent/runs"), 405, "method_not_allowed")
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("auto-resume", {"enabled": "true"}),
+        ("auto-resume", {}),
+        ("auto-resume/resolve", {"outcome": "maybe"}),
+    ],
+)
+def test_mark_bodies_are_checked(
+    http: httpx.Client, root_id: str, path: str, body: dict[str, Any]
+) -> None:
+    """The auto-resume and resolve bodies take exactly their documented values."""
+    method = http.put if path == "auto-resume" else http.post
+    assert_problem(method(f"/api/agent/runs/{root_id}/{path}", json=body), 422, "invalid_request")
+
+
+@pytest.mark.parametrize(
+    "body", [{"attempt": 1, "status": "paused"}, {"attempt": "1x", "status": "started"}]
+)
+def test_attempt_bodies_are_checked(http: httpx.Client, root_id: str, body: dict[str, Any]) -> None:
+    """The attempts body takes an attempt number and started or completed."""
+    assert_problem(http.post(runs_url(root_id, what="attempts"), json=body), 422, "invalid_request")
+
+
+def test_parse_route_refuses_naive_and_odd_input(http: httpx.Client) -> None:
+    """/api/parse answers 422 for a naive observed_at and a verdict for any text."""
+    naive = http.post("/api/parse", json={"message": QUOTA, "observed_at": "2026-11-30T14:05:00"})
+    assert_problem(naive, 422, "observed_at_naive")
+    odd = post_json(http, "/api/parse", {"message": "\x00\ud800", "zone": "Nowhere/At_All"})
+    assert odd.status_code == 200

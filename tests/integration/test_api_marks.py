@@ -1,0 +1,241 @@
+"""Auto-resume over HTTP: arming, the gate's 409 codes, what clears a mark and what settles it."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import httpx
+import pytest
+from conftest import (
+    LOGIN,
+    NATIVE,
+    NO_RESET,
+    NOT_STATED,
+    PASSED,
+    QUOTA_LATER,
+    Api,
+    failure,
+    runs_url,
+)
+
+from app import marks as sweeper
+
+
+def mark_url(root_id: str) -> str:
+    return f"/api/agent/runs/{root_id}/auto-resume"
+
+
+def arm(http: httpx.Client, root_id: str, **extra: object) -> httpx.Response:
+    return http.put(mark_url(root_id), json={"enabled": True, **extra})
+
+
+def drive(api: Api, root_id: str, to: str, at: datetime | None = None) -> str:
+    """Move the session's armed mark as the sweeper would: claimed, sending, or an outcome."""
+    now = at or api.clock.now + timedelta(hours=6)
+    with api.database.writer() as db, db.begin():
+        claimed = sweeper.claim_due_marks(db, now, 10_000, "test-sweeper", 60)
+    mine = next(mark for mark in claimed if mark.root_id == root_id)
+    assert mine.id is not None and mine.attempt_key is not None
+    if to != "claimed":
+        with api.database.durable_writer() as db, db.begin():
+            assert sweeper.mark_sending(db, mine.id, mine.attempt_key, now, 60) is not None
+    if to not in ("claimed", "sending"):
+        with api.database.writer() as db, db.begin():
+            assert sweeper.record_outcome(db, mine.id, mine.attempt_key, to, now) is not None
+    return mine.attempt_key
+
+
+def test_arming_sets_due_at_and_warns(http: httpx.Client, root_id: str) -> None:
+    """due_at = reset_at + resolution_s + 30 s; warnings name the log executor and no sweeper."""
+    http.post(runs_url(root_id), json=failure())
+    answer = arm(http, root_id)
+    assert answer.status_code == 200
+    mark = answer.json()
+    assert mark["state"] == "armed"
+    assert (mark["run_id"], mark["attempt"]) == ("r1", 1)
+    assert mark["reset_at"] == "2026-11-30T16:40:00Z"
+    assert mark["due_at"] == "2026-11-30T16:41:30Z"
+    assert (mark["armed_by"], mark["armed_at"]) == ("alice", "2026-11-30T13:06:00Z")
+    assert mark["warnings"] == [
+        "executor is log: nothing will be resumed",
+        "no sweeper seen in the last 90 s",
+    ]
+    assert http.get(mark_url(root_id)).json()["id"] == mark["id"]
+
+
+def test_repeating_the_put_changes_nothing(api: Api, http: httpx.Client, root_id: str) -> None:
+    """A second PUT enabled=true returns the same mark, armed_at and armed_by unchanged."""
+    http.post(runs_url(root_id), json=failure())
+    first = arm(http, root_id).json()
+    api.clock.advance(minutes=3)
+    bob = {"Authorization": "Bearer bob-secret-0123456789"}
+    again = http.put(mark_url(root_id), json={"enabled": True}, headers=bob).json()
+    assert (again["id"], again["armed_at"], again["armed_by"]) == (
+        first["id"],
+        first["armed_at"],
+        "alice",
+    )
+
+
+def test_arming_after_the_reset_passed_is_due_at_once(
+    api: Api, http: httpx.Client, root_id: str
+) -> None:
+    """A mark armed after reset_at + resolution + delay is due at the arming instant."""
+    http.post(runs_url(root_id), json=failure(message=PASSED))
+    mark = arm(http, root_id).json()
+    assert mark["due_at"] == "2026-11-30T13:06:00Z"
+    with api.database.writer() as db, db.begin():
+        claimed = sweeper.claim_due_marks(db, api.clock.now, 10_000, "test-sweeper", 60)
+    assert root_id in {row.root_id for row in claimed}
+
+
+@pytest.mark.parametrize(
+    ("message", "code"),
+    [
+        (NOT_STATED, "reset_not_stated"),
+        (NO_RESET, "reset_not_stated"),
+        (LOGIN, "not_paused_on_provider_limit"),
+        (NATIVE, "native_auto_continue"),
+    ],
+)
+def test_gate_refuses_with_its_code(
+    http: httpx.Client, root_id: str, message: str, code: str
+) -> None:
+    """Auto-resume is offered only for a paused provider limit with a stated reset."""
+    http.post(runs_url(root_id), json=failure(message=message))
+    answer = arm(http, root_id)
+    assert answer.status_code == 409
+    assert answer.json()["code"] == code
+    assert http.get(mark_url(root_id)).json()["offer"]["code"] == code
+
+
+def test_no_reset_refusal_names_its_verdict_code(http: httpx.Client, root_id: str) -> None:
+    """A limit waiting will not help with is refused with the verdict's refusal code shown."""
+    http.post(runs_url(root_id), json=failure(message=NO_RESET))
+    problem = arm(http, root_id).json()
+    assert (problem["refusal"], problem["detail"]) == ("no_reset", "waiting will not help")
+
+
+def test_despite_native_arms_anyway(http: httpx.Client, root_id: str) -> None:
+    """despite_native arms a mark even though the CLI said it continues by itself."""
+    http.post(runs_url(root_id), json=failure(message=NATIVE))
+    mark = arm(http, root_id, despite_native=True).json()
+    assert (mark["state"], mark["despite_native"], mark["reset_at"]) == (
+        "armed",
+        True,
+        "2026-11-30T17:00:00Z",
+    )
+
+
+def test_disable_clears_and_a_disabled_mark_may_be_armed_again(
+    http: httpx.Client, root_id: str
+) -> None:
+    """PUT enabled=false clears the mark (disabled); arming again makes a new mark."""
+    http.post(runs_url(root_id), json=failure())
+    first = arm(http, root_id).json()
+    off = http.put(mark_url(root_id), json={"enabled": False}).json()
+    assert (off["state"], off["clear_reason"], off["enabled"]) == ("cleared", "disabled", False)
+    assert http.put(mark_url(root_id), json={"enabled": False}).json()["id"] == first["id"]
+    again = arm(http, root_id).json()
+    assert again["state"] == "armed" and again["id"] != first["id"]
+
+
+def test_newer_attempt_clears_the_mark(http: httpx.Client, root_id: str) -> None:
+    """A report for a higher attempt of the marked run clears the mark with new_failure."""
+    http.post(runs_url(root_id), json=failure())
+    arm(http, root_id)
+    http.post(runs_url(root_id), json=failure(2, QUOTA_LATER))
+    mark = http.get(mark_url(root_id)).json()
+    assert (mark["state"], mark["clear_reason"]) == ("cleared", "new_failure")
+    assert arm(http, root_id).json()["attempt"] == 2
+
+
+def test_older_or_repeated_reports_leave_the_mark(http: httpx.Client, root_id: str) -> None:
+    """A late report of an earlier attempt, or the same report again, does not clear the mark."""
+    http.post(runs_url(root_id), json=failure(1, NOT_STATED))
+    http.post(runs_url(root_id), json=failure(2))
+    arm(http, root_id)
+    http.post(runs_url(root_id), json=failure(2))
+    http.post(runs_url(root_id), json=failure(0, NOT_STATED))
+    mark = http.get(mark_url(root_id)).json()
+    assert (mark["state"], mark["attempt"]) == ("armed", 2)
+
+
+@pytest.mark.parametrize(("observed_at", "state"), [("13:10", "cleared"), ("13:00", "armed")])
+def test_another_run_clears_only_when_observed_later(
+    http: httpx.Client, root_id: str, observed_at: str, state: str
+) -> None:
+    """Another run's failure clears the mark only when it was observed after the marked one."""
+    http.post(runs_url(root_id), json=failure())
+    arm(http, root_id)
+    later = failure(observed_at=f"2026-11-30T{observed_at}:00Z")
+    http.post(runs_url(root_id, "r2"), json=later)
+    assert http.get(mark_url(root_id)).json()["state"] == state
+
+
+@pytest.mark.parametrize("state", ["sending", "uncertain"])
+def test_later_attempt_report_proves_the_resume_landed(
+    api: Api, http: httpx.Client, root_id: str, state: str
+) -> None:
+    """A later attempt's report while the mark is sending or uncertain makes it done."""
+    http.post(runs_url(root_id), json=failure())
+    arm(http, root_id)
+    drive(api, root_id, state)
+    http.post(runs_url(root_id), json=failure(2, QUOTA_LATER))
+    mark = http.get(mark_url(root_id)).json()
+    assert (mark["state"], mark["attempt"], mark["outcome"]) == ("done", 1, "done")
+
+
+def test_later_attempt_started_settles_an_uncertain_mark(
+    api: Api, http: httpx.Client, root_id: str
+) -> None:
+    """The attempts route proves a landing too: attempt 2 started makes the mark done."""
+    http.post(runs_url(root_id), json=failure())
+    arm(http, root_id)
+    drive(api, root_id, "uncertain")
+    http.post(runs_url(root_id, what="attempts"), json={"attempt": 2, "status": "started"})
+    assert http.get(mark_url(root_id)).json()["state"] == "done"
+
+
+def test_a_failed_resume_is_never_repeated(api: Api, http: httpx.Client, root_id: str) -> None:
+    """An attempt whose mark was sent and failed is refused with attempt_already_resumed."""
+    http.post(runs_url(root_id), json=failure())
+    arm(http, root_id)
+    drive(api, root_id, "failed")
+    answer = arm(http, root_id)
+    assert (answer.status_code, answer.json()["code"]) == (409, "attempt_already_resumed")
+
+
+def test_disabling_while_sending_is_409(api: Api, http: httpx.Client, root_id: str) -> None:
+    """A mark being sent cannot be disabled: 409 recovery_in_progress."""
+    http.post(runs_url(root_id), json=failure())
+    arm(http, root_id)
+    drive(api, root_id, "sending")
+    answer = http.put(mark_url(root_id), json={"enabled": False})
+    assert (answer.status_code, answer.json()["code"]) == (409, "recovery_in_progress")
+
+
+@pytest.mark.parametrize(("outcome", "state"), [("done", "done"), ("not_sent", "failed")])
+def test_resolve_settles_an_uncertain_mark(
+    api: Api, http: httpx.Client, root_id: str, outcome: str, state: str
+) -> None:
+    """The resolve route settles an uncertain mark, audited in the timeline, and only once."""
+    http.post(runs_url(root_id), json=failure())
+    arm(http, root_id)
+    drive(api, root_id, "uncertain")
+    resolved = http.post(f"{mark_url(root_id)}/resolve", json={"outcome": outcome}).json()
+    assert (resolved["state"], resolved["outcome"]) == (state, outcome)
+    assert resolved["outcome_detail"] == "resolved by alice"
+    again = http.post(f"{mark_url(root_id)}/resolve", json={"outcome": outcome})
+    assert (again.status_code, again.json()["code"]) == (409, "mark_not_uncertain")
+    events = [entry["event"] for entry in http.get(f"/api/agent/runs/{root_id}").json()["timeline"]]
+    assert events[-1] == "mark_resolved"
+    assert arm(http, root_id).json()["code"] == "attempt_already_resumed"
+
+
+def test_mark_of_unknown_session_is_404(http: httpx.Client, root_id: str) -> None:
+    """GET and PUT on a root_id never seen are 404 session_not_found."""
+    assert http.get(mark_url(root_id)).json()["code"] == "session_not_found"
+    assert arm(http, root_id).json()["code"] == "session_not_found"
+    resolve = http.post(f"{mark_url(root_id)}/resolve", json={"outcome": "done"})
+    assert resolve.status_code == 404

@@ -1,0 +1,105 @@
+"""Operations routes and auth over HTTP: healthz, readyz, metrics, stateless parse, tokens."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import httpx
+import pytest
+from conftest import NOT_STATED, OBSERVED, QUOTA, Api, failure, runs_url, serve_api
+from test_api_marks import arm
+
+from app.repository import sessions as repo
+from parsers import parse
+
+
+def heartbeat(api: Api, at: datetime) -> None:
+    with api.database.writer() as db, db.begin():
+        repo.record_heartbeat(db, "test-sweeper", at, host="test", pid=1)
+
+
+def test_healthz_needs_no_token(api: Api) -> None:
+    """/healthz answers without a token and without touching the database."""
+    answer = httpx.get(f"{api.url}/healthz")
+    assert (answer.status_code, answer.json()) == (200, {"status": "ok"})
+
+
+def test_readyz_needs_a_sweeper_seen_in_90_s(api: Api, http: httpx.Client) -> None:
+    """/readyz is 503 not_ready until a sweeper heartbeat is at most 90 s old."""
+    heartbeat(api, api.clock.now - timedelta(seconds=91))
+    stale = http.get("/readyz")
+    assert (stale.status_code, stale.json()["code"]) == (503, "not_ready")
+    assert stale.json()["checks"]["schema"]["ok"] is True
+    heartbeat(api, api.clock.now - timedelta(seconds=90))
+    ready = http.get("/readyz")
+    assert ready.status_code == 200
+    assert {name: check["ok"] for name, check in ready.json()["checks"].items()} == {
+        "database": True,
+        "schema": True,
+        "sweeper": True,
+    }
+
+
+def test_fresh_heartbeat_removes_the_no_sweeper_warning(
+    api: Api, http: httpx.Client, root_id: str
+) -> None:
+    """A sweeper seen within 90 s leaves only the log executor warning on the mark."""
+    http.post(runs_url(root_id), json=failure())
+    heartbeat(api, api.clock.now)
+    assert arm(http, root_id).json()["warnings"] == ["executor is log: nothing will be resumed"]
+
+
+def test_metrics_count_failures_refusals_and_marks(http: httpx.Client, root_id: str) -> None:
+    """/metrics has failures by provider and kind, refusals by code, marks by state."""
+    http.post(runs_url(root_id), json=failure(message=NOT_STATED))
+    http.post(runs_url(root_id, "r2"), json=failure())
+    text = http.get("/metrics").text
+    assert 'rewake_failures_total{kind="provider_quota",provider="claude"}' in text
+    assert 'rewake_refusals_total{code="not_stated"}' in text
+    assert 'rewake_marks{state="armed"}' in text
+
+
+def test_parse_route_returns_the_verdict_json(http: httpx.Client) -> None:
+    """POST /api/parse answers exactly what parsers.parse gives, and stores nothing."""
+    body = {"message": QUOTA, "observed_at": OBSERVED, "zone": "Europe/Berlin"}
+    answer = http.post("/api/parse", json=body)
+    expected = parse(QUOTA, observed_at=datetime.fromisoformat(OBSERVED), zone="Europe/Berlin")
+    assert answer.json() == expected.to_json()
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {},
+        {"Authorization": "Bearer wrong"},
+        {"Authorization": "Basic YWxpY2U6c2VjcmV0"},
+        {"Authorization": "Bearer"},
+        {"Authorization": "Bearer alice-secret-0123456789x"},
+    ],
+)
+def test_missing_or_wrong_token_is_401(api: Api, headers: dict[str, str]) -> None:
+    """Every route but /healthz needs a configured bearer token: else 401 unauthorized."""
+    with api.client(headers) as client:
+        for answer in (
+            client.get("/metrics"),
+            client.get("/openapi.json"),
+            client.post("/api/parse", content=b"not json"),
+            client.get("/api/agent/runs"),
+        ):
+            assert answer.status_code == 401
+            assert answer.json()["code"] == "unauthorized"
+            assert answer.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_the_token_name_is_who_acted(api: Api, root_id: str) -> None:
+    """armed_by is the name of the token used."""
+    with api.client({"Authorization": "Bearer bob-secret-0123456789"}) as bob:
+        bob.post(runs_url(root_id), json=failure())
+        assert arm(bob, root_id).json()["armed_by"] == "bob"
+
+
+def test_without_tokens_loopback_callers_act_as_local(sqlite_url: str, root_id: str) -> None:
+    """With no token configured, a loopback caller needs none and acts as `local`."""
+    with serve_api(sqlite_url, api_tokens=None) as api, api.client({}) as client:
+        client.post(runs_url(root_id), json=failure())
+        assert arm(client, root_id).json()["armed_by"] == "local"

@@ -1,0 +1,173 @@
+"""Sessions over HTTP: attempts, manual resume, cancel, delete with tombstones, views, list."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from conftest import NOT_STATED, QUOTA_LATER, Api, failure, runs_url
+from test_api_marks import arm, drive, mark_url
+
+
+def session_url(root_id: str) -> str:
+    return f"/api/agent/runs/{root_id}"
+
+
+def finish(http: httpx.Client, root_id: str, attempt: int = 2) -> None:
+    for status in ("started", "completed"):
+        body = {"attempt": attempt, "status": status}
+        assert http.post(runs_url(root_id, what="attempts"), json=body).status_code == 200
+
+
+def test_attempt_started_moves_the_run_on_and_clears_the_mark(
+    http: httpx.Client, root_id: str
+) -> None:
+    """A later attempt started means someone resumed by hand: the armed mark is cleared."""
+    http.post(runs_url(root_id), json=failure())
+    arm(http, root_id)
+    answer = http.post(runs_url(root_id, what="attempts"), json={"attempt": 2, "status": "started"})
+    assert answer.json()["run"] == answer.json()["run"] | {
+        "status": "running",
+        "current_attempt": 2,
+    }
+    mark = http.get(mark_url(root_id)).json()
+    assert (mark["state"], mark["clear_reason"]) == ("cleared", "manual_resume")
+    assert arm(http, root_id).json()["code"] == "attempt_already_resumed"
+
+
+def test_attempt_reports_are_idempotent(http: httpx.Client, root_id: str) -> None:
+    """The same attempt status twice changes nothing the second time."""
+    finish(http, root_id, 1)
+    finish(http, root_id, 1)
+    timeline = http.get(session_url(root_id)).json()["timeline"]
+    assert [entry["event"] for entry in timeline] == ["attempt_started", "attempt_completed"]
+
+
+def test_manual_resume_clears_the_mark(http: httpx.Client, root_id: str) -> None:
+    """POST .../resume records a manual resume: the run runs again, the mark is cleared."""
+    http.post(runs_url(root_id), json=failure())
+    arm(http, root_id)
+    answer = http.post(runs_url(root_id, what="resume")).json()
+    assert answer["run"]["status"] == "running"
+    assert (answer["mark"]["state"], answer["mark"]["clear_reason"]) == ("cleared", "manual_resume")
+    unknown = http.post(runs_url(root_id, "nope", what="resume"))
+    assert (unknown.status_code, unknown.json()["code"]) == (404, "run_not_found")
+
+
+def test_cancel_is_final_and_always_succeeds(http: httpx.Client, root_id: str) -> None:
+    """Cancel clears the mark (reason cancel), can be repeated, and refuses arming afterwards."""
+    http.post(runs_url(root_id), json=failure())
+    arm(http, root_id)
+    first = http.post(f"{session_url(root_id)}/cancel")
+    again = http.post(f"{session_url(root_id)}/cancel")
+    assert (first.status_code, again.status_code) == (200, 200)
+    assert again.json()["state"] == "cancelled"
+    assert again.json()["cancelled_by"] == "alice"
+    mark = again.json()["mark"]
+    assert (mark["state"], mark["clear_reason"]) == ("cleared", "cancel")
+    assert arm(http, root_id).json()["code"] == "session_cancelled"
+
+
+def test_cancel_while_sending_succeeds_and_leaves_the_send(
+    api: Api, http: httpx.Client, root_id: str
+) -> None:
+    """Cancel succeeds while a resume is being sent; the sending mark is left to settle."""
+    http.post(runs_url(root_id), json=failure())
+    arm(http, root_id)
+    drive(api, root_id, "sending")
+    answer = http.post(f"{session_url(root_id)}/cancel")
+    assert answer.status_code == 200
+    assert answer.json()["mark"]["state"] == "sending"
+
+
+def test_delete_needs_a_finished_or_cancelled_session(http: httpx.Client, root_id: str) -> None:
+    """Deleting a paused session is 409 session_active; a finished one leaves a tombstone."""
+    http.post(runs_url(root_id), json=failure(account_key="acct-1"))
+    refused = http.delete(session_url(root_id))
+    assert (refused.status_code, refused.json()["code"]) == (409, "session_active")
+    finish(http, root_id)
+    tombstone = http.delete(session_url(root_id)).json()
+    assert (tombstone["root_id"], tombstone["deleted_by"]) == (root_id, "alice")
+    assert tombstone["summary"]["state"] == "finished"
+    gone = http.get(session_url(root_id))
+    assert (gone.status_code, gone.json()["code"]) == (410, "session_deleted")
+    assert http.get(f"/api/agent/runs/tombstones/{root_id}").json() == tombstone
+    late = http.post(runs_url(root_id), json=failure(3))
+    assert (late.status_code, late.json()["code"]) == (410, "session_deleted")
+
+
+def test_tombstones_are_kept_for_the_retention(api: Api, http: httpx.Client, root_id: str) -> None:
+    """A tombstone is shown for 365 days, then 404 tombstone_not_found."""
+    http.post(runs_url(root_id), json=failure())
+    http.post(f"{session_url(root_id)}/cancel")
+    http.delete(session_url(root_id))
+    api.clock.advance(days=365)
+    assert http.get(f"/api/agent/runs/tombstones/{root_id}").status_code == 200
+    api.clock.advance(seconds=1)
+    late = http.get(f"/api/agent/runs/tombstones/{root_id}")
+    assert (late.status_code, late.json()["code"]) == (404, "tombstone_not_found")
+
+
+def test_delete_while_sending_is_409(api: Api, http: httpx.Client, root_id: str) -> None:
+    """A session whose resume is being sent cannot be deleted: 409 recovery_in_progress."""
+    http.post(runs_url(root_id), json=failure())
+    arm(http, root_id)
+    drive(api, root_id, "sending")
+    http.post(f"{session_url(root_id)}/cancel")
+    answer = http.delete(session_url(root_id))
+    assert (answer.status_code, answer.json()["code"]) == (409, "recovery_in_progress")
+
+
+def test_session_view_has_runs_failures_mark_and_timeline(http: httpx.Client, root_id: str) -> None:
+    """GET a session: its runs, attempts with failures and banners, the mark and the timeline."""
+    http.post(runs_url(root_id), json=failure(session_id="cli-1", capture="live"))
+    arm(http, root_id)
+    http.post(runs_url(root_id), json=failure(2, QUOTA_LATER))
+    view = http.get(session_url(root_id)).json()
+    assert (view["state"], view["current"]) == ("paused", {"run_id": "r1", "attempt": 2})
+    [run] = view["runs"]
+    first = run["attempts"][0]["failure"]
+    assert (first["session_id"], first["capture"], first["zone"]) == (
+        "cli-1",
+        "live",
+        "Europe/Berlin",
+    )
+    assert first["banner"]["business"] == "Paused · provider limit"
+    assert view["mark"]["clear_reason"] == "new_failure"
+    events = [entry["event"] for entry in view["timeline"]]
+    assert events == ["failure_reported", "mark_armed", "mark_cleared", "failure_reported"]
+
+
+def test_unknown_session_is_404(http: httpx.Client, root_id: str) -> None:
+    """GET, cancel and delete of a root_id never seen are 404 session_not_found."""
+    for answer in (
+        http.get(session_url(root_id)),
+        http.post(f"{session_url(root_id)}/cancel"),
+        http.delete(session_url(root_id)),
+    ):
+        assert (answer.status_code, answer.json()["code"]) == (404, "session_not_found")
+
+
+def test_list_filters_and_pages(http: httpx.Client, root_id: str) -> None:
+    """The list filters by state, failure kind, mark state and account, and pages by offset."""
+    account = f"acct-{root_id}"
+    for index, message in enumerate([failure(), failure(message=NOT_STATED), failure()]):
+        http.post(runs_url(f"{root_id}-{index}"), json=message | {"account_key": account})
+    arm(http, f"{root_id}-0")
+
+    def listed(**query: str | int) -> list[str]:
+        answer = http.get("/api/agent/runs", params={"account_key": account, **query})
+        return sorted(item["root_id"] for item in answer.json()["sessions"])
+
+    assert listed() == [f"{root_id}-0", f"{root_id}-1", f"{root_id}-2"]
+    assert listed(mark_state="armed") == [f"{root_id}-0"]
+    assert listed(state="finished") == []
+    page = http.get("/api/agent/runs", params={"account_key": account, "limit": 2}).json()
+    assert (len(page["sessions"]), page["next_offset"]) == (2, 2)
+    assert page["sessions"][0]["failure"]["failure_kind"] == "provider_quota"
+
+
+@pytest.mark.parametrize("query", [{"state": "bogus"}, {"limit": 0}, {"failure_kind": "x"}])
+def test_list_refuses_bad_filters(http: httpx.Client, query: dict[str, object]) -> None:
+    """A filter outside its values is 422 invalid_request."""
+    answer = http.get("/api/agent/runs", params=query)
+    assert (answer.status_code, answer.json()["code"]) == (422, "invalid_request")

@@ -1,0 +1,401 @@
+"""The mark lifecycle against a small reference model, as a hypothesis state machine.
+
+API-side rules (failures, attempts, arm, disable, manual resume, cancel, delete, resolve) and
+sweeper-side transitions (claim, send, outcome, reap) are driven through the same functions the
+routes and the sweeper call, on a real database; after every step the session's state and its
+whole list of marks must equal the model's.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from conftest import NOT_STATED, QUOTA
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
+
+from app import marks as sweeper
+from app.db import Database
+from app.domain import failures, marks, sessions
+from app.domain.context import Context
+from app.domain.errors import DomainError
+from app.repository import marks as mark_repo
+from app.repository import sessions as repo
+from parsers import parse
+
+LIVE = ("armed", "claimed", "sending")
+LEASE_S = 60
+
+
+@dataclass
+class ModelMark:
+    state: str
+    run: str
+    attempt: int
+    clear_reason: str | None = None
+    key: str | None = None
+    lease_until: datetime | None = None
+
+
+@dataclass
+class Model:
+    """What the service should hold for one session."""
+
+    exists: bool = False
+    deleted: bool = False
+    cancelled: bool = False
+    failures: dict[tuple[str, int], tuple[datetime, str]] = field(default_factory=dict)
+    runs: dict[str, tuple[int, str]] = field(default_factory=dict)
+    attempts: dict[tuple[str, int], str] = field(default_factory=dict)
+    completed: set[tuple[str, int]] = field(default_factory=set)
+    current: tuple[str, int] | None = None
+    marks: list[ModelMark] = field(default_factory=list)
+
+    def live(self) -> ModelMark | None:
+        return next((m for m in self.marks if m.state in LIVE), None)
+
+    def newer(self, a: tuple[str, int], b: tuple[str, int]) -> bool:
+        if a[0] == b[0]:
+            return a[1] > b[1]
+        return self.failures[a][0] > self.failures[b][0]
+
+    def state(self) -> str:
+        statuses = [status for _, status in self.runs.values()]
+        if self.cancelled:
+            return "cancelled"
+        return next((s for s in ("paused", "running") if s in statuses), "finished")
+
+    def clear_live(self, reason: str) -> None:
+        live = self.live()
+        if live is not None and live.state in ("armed", "claimed"):
+            live.state, live.clear_reason, live.lease_until = "cleared", reason, None
+
+    def settle(self, run: str, attempt: int) -> None:
+        for mark in self.marks:
+            if mark.run == run and mark.attempt < attempt:
+                if mark.state in ("armed", "claimed"):
+                    self.clear_live("manual_resume")
+                elif mark.state in ("sending", "uncertain"):
+                    mark.state = "done"
+
+    def arm_refusal(self) -> str | None:
+        if self.cancelled:
+            return "session_cancelled"
+        if self.current is None:
+            return "not_paused_on_provider_limit"
+        run, attempt = self.current
+        if any(
+            m.state not in LIVE and m.clear_reason != "disabled"
+            for m in self.marks
+            if (m.run, m.attempt) == self.current
+        ):
+            return "attempt_already_resumed"
+        if self.runs[run] != (attempt, "paused"):
+            return "not_paused_on_provider_limit"
+        if self.failures[self.current][1] != "quota":
+            return "reset_not_stated"
+        return None
+
+
+def build_machine(database: Database) -> type[RuleBasedStateMachine]:
+    class MarkLifecycle(RuleBasedStateMachine):
+        def __init__(self) -> None:
+            super().__init__()
+            self.root_id = f"sm-{uuid.uuid4().hex[:16]}"
+            self.model = Model()
+            self.now = datetime(2026, 11, 30, 13, 5, tzinfo=UTC)
+            self.sweep_now = datetime(2026, 11, 30, 18, 0, tzinfo=UTC)
+
+        def ctx(self) -> Context:
+            self.now += timedelta(minutes=1)
+            return Context(
+                now=self.now, actor="machine", resume_delay_s=30, display_zone=UTC, executor="log"
+            )
+
+        def call(self, fn: Any, *args: Any, **kwargs: Any) -> str | None:
+            try:
+                with database.writer() as db, db.begin():
+                    fn(db, *args, **kwargs)
+            except DomainError as refused:
+                return refused.code
+            return None
+
+        def gone(self) -> str | None:
+            if self.model.deleted:
+                return "session_deleted"
+            return None if self.model.exists else "session_not_found"
+
+        # -- the host and the people ------------------------------------------------------
+
+        @rule(
+            run=st.sampled_from(["r1", "r2"]),
+            step=st.sampled_from([1, 0, -1]),
+            kind=st.sampled_from(["quota", "not_stated"]),
+            late=st.booleans(),
+        )
+        def report(self, run: str, step: int, kind: str, late: bool) -> None:
+            m = self.model
+            attempt = max(0, m.runs[run][0] + step) if run in m.runs else 1
+            ctx = self.ctx()
+            observed = ctx.now - timedelta(minutes=20 if late else 0)
+            self._report(run, attempt, observed, kind, ctx)
+
+        @rule(data=st.data(), same=st.booleans())
+        def report_again(self, data: st.DataObject, same: bool) -> None:
+            m = self.model
+            if not m.failures:
+                return
+            key = data.draw(st.sampled_from(sorted(m.failures)))
+            observed, kind = m.failures[key]
+            other = "not_stated" if kind == "quota" else "quota"
+            self._report(key[0], key[1], observed, kind if same else other, self.ctx())
+
+        def _report(
+            self, run: str, attempt: int, observed: datetime, kind: str, ctx: Context
+        ) -> None:
+            m = self.model
+            report = failures.FailureReport(
+                root_id=self.root_id, run_id=run, attempt=attempt,
+                message=QUOTA if kind == "quota" else NOT_STATED,
+                observed_at=observed, zone="Europe/Berlin",
+            )  # fmt: skip
+            got = self.call(failures.report_failure, report, parse=parse, ctx=ctx)
+            if m.deleted:
+                assert got == "session_deleted"
+                return
+            key = (run, attempt)
+            if key in m.failures:
+                same = m.failures[key] == (observed, kind)
+                assert got == (None if same else "attempt_already_reported")
+                return
+            assert got is None
+            m.exists = True
+            m.failures[key] = (observed, kind)
+            live = m.live()
+            overtaken = live is not None and m.newer(key, (live.run, live.attempt))
+            if live is not None and live.state in ("armed", "claimed") and overtaken:
+                m.clear_live("new_failure")
+            m.settle(run, attempt)
+            if run not in m.runs or attempt >= m.runs[run][0]:
+                m.runs[run] = (attempt, "paused")
+            m.attempts[key] = "failed"
+            if m.current is None or m.newer(key, m.current):
+                m.current = key
+
+        @rule(run=st.sampled_from(["r1", "r2"]), step=st.sampled_from([1, 0]),
+              status=st.sampled_from(["started", "completed"]))  # fmt: skip
+        def attempt(self, run: str, step: int, status: str) -> None:
+            m = self.model
+            attempt = m.runs[run][0] + step if run in m.runs else 1
+            got = self.call(sessions.record_attempt, self.root_id, run, attempt, status, self.ctx())
+            if m.deleted:
+                assert got == "session_deleted"
+                return
+            assert got is None
+            m.exists = True
+            if run not in m.runs:
+                m.runs[run] = (attempt, "running")
+            key = (run, attempt)
+            row = m.attempts.setdefault(key, status)
+            if status == "completed" and row != "failed" and key not in m.completed:
+                m.attempts[key] = "completed"
+                m.completed.add(key)
+            if attempt >= m.runs[run][0] and m.attempts[key] == status:
+                m.runs[run] = (attempt, "running" if status == "started" else "completed")
+            m.settle(run, attempt)
+
+        @rule()
+        def arm(self) -> None:
+            m = self.model
+            got = self.call(
+                marks.set_auto_resume,
+                self.root_id,
+                enabled=True,
+                despite_native=False,
+                ctx=self.ctx(),
+            )
+            if self.gone():
+                assert got == self.gone()
+                return
+            live = m.live()
+            if live is not None and (live.run, live.attempt) == m.current:
+                assert got is None
+                return
+            expected = m.arm_refusal() or ("recovery_in_progress" if live is not None else None)
+            assert got == expected
+            if expected is None:
+                assert m.current is not None
+                m.marks.append(ModelMark("armed", *m.current))
+
+        @rule()
+        def disable(self) -> None:
+            m = self.model
+            got = self.call(
+                marks.set_auto_resume,
+                self.root_id,
+                enabled=False,
+                despite_native=False,
+                ctx=self.ctx(),
+            )
+            live = m.live()
+            sending = live is not None and live.state == "sending"
+            assert got == (self.gone() or ("recovery_in_progress" if sending else None))
+            if got is None:
+                m.clear_live("disabled")
+
+        @rule(run=st.sampled_from(["r1", "r2"]))
+        def manual_resume(self, run: str) -> None:
+            m = self.model
+            got = self.call(sessions.manual_resume, self.root_id, run, self.ctx())
+            assert got == (self.gone() or (None if run in m.runs else "run_not_found"))
+            if got is None:
+                live = m.live()
+                if live is not None and live.run == run:
+                    m.clear_live("manual_resume")
+                if m.runs[run][1] == "paused":
+                    m.runs[run] = (m.runs[run][0], "running")
+
+        @rule()
+        def cancel(self) -> None:
+            m = self.model
+            got = self.call(sessions.cancel_session, self.root_id, self.ctx())
+            assert got == self.gone()
+            if got is None:
+                m.clear_live("cancel")
+                m.cancelled = True
+
+        @rule()
+        def delete(self) -> None:
+            m = self.model
+            got = self.call(sessions.delete_session, self.root_id, self.ctx())
+            live = m.live()
+            expected = self.gone()
+            if expected is None and live is not None and live.state == "sending":
+                expected = "recovery_in_progress"
+            if expected is None and m.state() not in ("finished", "cancelled"):
+                expected = "session_active"
+            assert got == expected
+            if got is None:
+                m.deleted, m.marks = True, []
+
+        @rule(outcome=st.sampled_from(["done", "not_sent"]))
+        def resolve(self, outcome: str) -> None:
+            m = self.model
+            got = self.call(marks.resolve_mark, self.root_id, outcome, self.ctx())
+            latest = m.marks[-1] if m.marks else None
+            expected = self.gone() or (
+                "mark_not_found" if latest is None
+                else None if latest.state == "uncertain" else "mark_not_uncertain"
+            )  # fmt: skip
+            assert got == expected
+            if got is None and latest is not None:
+                latest.state = "done" if outcome == "done" else "failed"
+
+        # -- the sweeper ------------------------------------------------------------------
+
+        @rule()
+        def claim(self) -> None:
+            self.sweep_now += timedelta(seconds=1)
+            with database.writer() as db, db.begin():
+                claimed = sweeper.claim_due_marks(db, self.sweep_now, 10_000, "machine", LEASE_S)
+            mine = [mark for mark in claimed if mark.root_id == self.root_id]
+            live = self.model.live()
+            if live is not None and live.state == "armed":
+                assert len(mine) == 1
+                live.state, live.key = "claimed", mine[0].attempt_key
+                live.lease_until = self.sweep_now + timedelta(seconds=LEASE_S)
+            else:
+                assert mine == []
+
+        @rule()
+        def send(self) -> None:
+            live = self.model.live()
+            if live is None or live.state != "claimed":
+                return
+            mark_id = self._live_id()
+            with database.durable_writer() as db, db.begin():
+                sent = sweeper.mark_sending(db, mark_id, str(live.key), self.sweep_now, LEASE_S)
+            assert sent is not None
+            live.state = "sending"
+            live.lease_until = self.sweep_now + timedelta(seconds=LEASE_S)
+
+        @rule(state=st.sampled_from(["done", "failed", "uncertain", "superseded", "logged"]))
+        def outcome(self, state: str) -> None:
+            live = self.model.live()
+            if live is None or live.state != "sending":
+                return
+            mark_id = self._live_id()
+            with database.writer() as db, db.begin():
+                moved = sweeper.record_outcome(db, mark_id, str(live.key), state, self.sweep_now)
+            assert moved is not None
+            live.state, live.lease_until = state, None
+
+        @rule(stale_key=st.booleans())
+        def send_with_a_stale_key(self, stale_key: bool) -> None:
+            """A sweeper whose claim was reaped (or another's key) must lose the CAS."""
+            live = self.model.live()
+            if live is None:
+                return
+            mark_id = self._live_id()
+            key = "not-the-key" if stale_key or live.key is None else live.key + "x"
+            with database.writer() as db, db.begin():
+                assert sweeper.mark_sending(db, mark_id, key, self.sweep_now, LEASE_S) is None
+                assert sweeper.record_outcome(db, mark_id, key, "done", self.sweep_now) is None
+
+        @rule()
+        def reap(self) -> None:
+            self.sweep_now += timedelta(minutes=5)
+            with database.writer() as db, db.begin():
+                sweeper.reap_expired_leases(db, self.sweep_now)
+            for mark in self.model.marks:
+                if mark.lease_until is not None and mark.lease_until < self.sweep_now:
+                    if mark.state == "claimed":
+                        mark.state, mark.key, mark.lease_until = "armed", None, None
+                    elif mark.state == "sending":
+                        mark.state = "uncertain"
+
+        def _live_id(self) -> int:
+            with database.reader() as db:
+                row = mark_repo.live_mark(db, self.root_id)
+            assert row is not None and row.id is not None
+            return row.id
+
+        @invariant()
+        def database_matches_the_model(self) -> None:
+            m = self.model
+            with database.reader() as db:
+                session = repo.get_session(db, self.root_id)
+                rows = mark_repo.list_marks(db, self.root_id)
+                tombstone = repo.get_tombstone(db, self.root_id)
+            assert (session is not None) == (m.exists and not m.deleted)
+            assert (tombstone is not None) == m.deleted
+            assert [(r.state, r.run_id, r.attempt, r.clear_reason) for r in rows] == [
+                (k.state, k.run, k.attempt, k.clear_reason) for k in m.marks
+            ]
+            assert sum(r.state in LIVE for r in rows) <= 1
+            if session is not None:
+                assert session.state == m.state()
+                assert (session.current_run_id, session.current_attempt) == (
+                    m.current or (None, None)
+                )
+
+    return MarkLifecycle
+
+
+def test_mark_lifecycle_matches_the_model(db_url: str) -> None:
+    """Any sequence of API and sweeper steps leaves marks and session state as the model says."""
+    database = Database(db_url)
+    run_state_machine_as_test(
+        build_machine(database),
+        settings=settings(
+            max_examples=40,
+            stateful_step_count=30,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        ),
+    )
+    database.dispose()

@@ -1,0 +1,220 @@
+"""The sweeper as a whole, in-process and as `rewake sweep`: it fires on time with the real
+scheduler and timer, writes its heartbeat, holds accounts after a resume into a live limit,
+gives claims back when stopped, and starts only on a current schema with a usable executor."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+from sqlalchemy import select, text
+from sweeper_support import REPO, arm, context, marks_by_root, rewake_env, seed_marks, wait_until
+
+from app import migrations
+from app.db import Database
+from app.domain.failures import FailureReport, report_failure
+from app.executors.base import Outcome
+from app.executors.log import LogExecutor
+from app.models import SweeperHeartbeatRow, TimelineRow
+from app.sweeper import step
+from app.sweeper.config import SweeperConfig
+from app.sweeper.metrics import SweeperMetrics
+from app.sweeper.pacing import PacingRules
+from app.sweeper.runtime import Sweeper
+from parsers import parse
+
+
+@pytest.fixture
+def database(db_url: str) -> Iterator[Database]:
+    db = Database(db_url)
+    yield db
+    db.dispose()
+
+
+def make_sweeper(database: Database, **config: object) -> Sweeper:
+    return Sweeper(
+        database, LogExecutor(), SweeperConfig(**config),  # type: ignore[arg-type]
+        SweeperMetrics(CollectorRegistry()),
+    )  # fmt: skip
+
+
+def test_in_process_sweeper_fires_and_beats(database: Database) -> None:
+    """Started with the real scheduler and timer, the sweeper logs a mark due in a second,
+    within about a second of due, and writes its heartbeat."""
+    prefix = f"rt-{uuid.uuid4().hex[:6]}"
+    due = datetime.now(UTC) + timedelta(seconds=1)
+    roots = seed_marks(database, 1, prefix=prefix, due_at=lambda _n: due)
+    sweeper = make_sweeper(database, pacing=PacingRules(100, 0))
+    sweeper.start()
+    try:
+        assert wait_until(lambda: marks_by_root(database, roots)[roots[0]].state == "logged", 10)
+    finally:
+        sweeper.stop()
+    row = marks_by_root(database, roots)[roots[0]]
+    assert row.sent_at is not None and due <= row.sent_at < due + timedelta(seconds=1.5)
+    assert row.outcome == "logged" and "requested in advance" in (row.outcome_detail or "")
+    with database.reader() as db:
+        beat = db.get(SweeperHeartbeatRow, sweeper.sweeper_id)
+    assert beat is not None
+
+
+def test_stop_gives_waiting_claims_back(database: Database) -> None:
+    """Claims held back by pacing go back to armed when the sweeper stops."""
+    prefix = f"rt-{uuid.uuid4().hex[:6]}"
+    now = datetime.now(UTC)
+    roots = seed_marks(
+        database, 3, prefix=prefix, due_at=lambda _n: now - timedelta(seconds=1),
+        account=lambda _n: f"{prefix}-acct",
+    )  # fmt: skip
+    sweeper = make_sweeper(database, pacing=PacingRules(1, 3600))
+    sweeper.dispatcher.fire(now)
+    waiting = sweeper.dispatcher.backlog()
+    assert len(waiting) >= 2
+    sweeper.dispatcher.close(now)
+    states = {m.id: m.state for m in marks_by_root(database, roots).values()}
+    assert all(states[c.mark_id] == "armed" for c in waiting)
+
+
+def test_resume_into_live_limit_holds_the_account(database: Database) -> None:
+    """A resumed attempt that reports a new limit minutes later moves the account's other
+    marks to the new reset (never earlier), says why in their timelines, and is counted."""
+    observed = datetime.now(UTC).replace(microsecond=0)
+    account = f"acct-{uuid.uuid4().hex[:6]}"
+    zone = "America/Chicago"
+    first, other = f"h1-{account}", f"h2-{account}"
+    soon = int((observed + timedelta(seconds=30)).timestamp())
+    for root in (first, other):
+        arm(
+            database, root, message=f"Claude AI usage limit reached|{soon}", observed_at=observed,
+            now=observed, zone=zone, account_key=account, delay_s=0,
+        )  # fmt: skip
+    marks = marks_by_root(database, [first, other])
+    due = marks[first].due_at
+    claims = [c for c in step.claim(database, due, limit=50, sweeper_id="t", lease_s=60)]
+    mine = [c for c in claims if c.mark_id == marks[first].id]
+    step.release(database, due, [c for c in claims if c.mark_id != marks[first].id])
+    started = step.start(database, due, mine, PacingRules(5, 0), lease_s=60)
+    step.finish(database, due, started.deliveries[0], Outcome("done", "done"))
+    new_reset = int((due + timedelta(hours=2)).timestamp())
+    later = due + timedelta(minutes=3)
+    with database.writer() as db, db.begin():
+        answer, _ = report_failure(
+            db,
+            FailureReport(
+                root_id=first, run_id="r1", attempt=2, observed_at=later, zone=zone,
+                message=f"Claude AI usage limit reached|{new_reset}", account_key=account,
+            ),
+            parse=parse, ctx=context(later, delay_s=0),
+        )  # fmt: skip
+    assert answer["resumed_into_live_limit"] is True
+    assert answer["held_marks"] == [marks[other].id]
+    held = marks_by_root(database, [other])[other]
+    assert held.due_at == datetime.fromtimestamp(new_reset, UTC)
+    with database.reader() as db:
+        events = list(db.scalars(select(TimelineRow).where(TimelineRow.root_id == other)))  # type: ignore[arg-type]
+    entry = next(e for e in events if e.event == "mark_held")
+    assert entry.detail["because"]["root_id"] == first
+
+
+def _run_sweep(url: str, *args: str, **settings: object) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app.sweeper", *args], env=rewake_env(url, **settings),
+        cwd=str(REPO), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+
+
+def test_sweep_waits_for_schema_then_gives_up(tmp_path: Path) -> None:
+    """On an empty database `rewake sweep` waits for the schema; with a timeout it gives up
+    (exit 2) without creating anything."""
+    url = f"sqlite:///{tmp_path / 'empty.db'}"
+    result = _run_sweep(url, "--schema-timeout", "1")
+    assert result.returncode == 2
+    assert "schema_waiting" in result.stderr and "schema_timeout" in result.stderr
+    database = Database(url)
+    assert migrations.schema_status(database.engine).current == ()
+    database.dispose()
+
+
+def test_sweep_refuses_a_newer_schema(tmp_path: Path) -> None:
+    """A schema stamped by a newer rewake is refused at once."""
+    url = f"sqlite:///{tmp_path / 'newer.db'}"
+    database = Database(url)
+    migrations.upgrade(database.engine)
+    with database.engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = '9999'"))
+    database.dispose()
+    result = _run_sweep(url, "--schema-timeout", "30")
+    assert result.returncode == 2
+    assert "schema_refused" in result.stderr
+
+
+def test_sweep_refuses_webhook_without_secret(sqlite_url: str) -> None:
+    """The webhook executor does not start without REWAKE_WEBHOOK_SECRET."""
+    result = _run_sweep(sqlite_url, "--once", executor="webhook", webhook_url="http://h/{root_id}")
+    assert result.returncode == 2
+    assert "REWAKE_WEBHOOK_SECRET" in result.stderr
+
+
+def test_sweep_once_fires_due_marks(tmp_path: Path) -> None:
+    """`rewake sweep --once` fires what is due and exits."""
+    url = f"sqlite:///{tmp_path / 'once.db'}"
+    database = Database(url)
+    migrations.upgrade(database.engine)
+    roots = seed_marks(database, 2, prefix="once", due_at=lambda _n: datetime.now(UTC))
+    result = _run_sweep(url, "--once")
+    assert result.returncode == 0, result.stderr
+    assert {m.state for m in marks_by_root(database, roots).values()} == {"logged"}
+    database.dispose()
+
+
+def test_serve_runs_a_sweeper_in_process(tmp_path: Path) -> None:
+    """`rewake serve` fires marks by itself: the mark ends logged, /readyz sees the sweeper,
+    and the sweeper's metrics are on the API's /metrics."""
+    import httpx
+    from test_sweeper_e2e import free_port
+
+    port = free_port()
+    url = f"sqlite:///{tmp_path / 'serve.db'}"
+    env = rewake_env(url, api_tokens="t:serve-token-0123456789", resume_delay_s=0)
+    auth = {"Authorization": "Bearer serve-token-0123456789"}
+    with (tmp_path / "serve.log").open("wb") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+            env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO),
+        )  # fmt: skip
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=auth) as client:
+
+            def up() -> bool:
+                try:
+                    return client.get("/readyz").status_code == 200
+                except httpx.HTTPError:
+                    return False
+
+            assert wait_until(up, 30), (tmp_path / "serve.log").read_text()
+            now = datetime.now(UTC)
+            reset = int(now.timestamp()) + 2
+            body = {
+                "attempt": 1, "message": f"Claude AI usage limit reached|{reset}",
+                "observed_at": now.isoformat(), "zone": "UTC",
+            }  # fmt: skip
+            assert client.post("/api/agent/runs/s1/runs/r1/failures", json=body).status_code == 201
+            mark = client.put("/api/agent/runs/s1/auto-resume", json={"enabled": True}).json()
+            assert "executor is log: nothing will be resumed" in mark["warnings"]
+
+            def logged() -> bool:
+                return client.get("/api/agent/runs/s1/auto-resume").json()["state"] == "logged"
+
+            assert wait_until(logged, 10)
+            metrics = client.get("/metrics").text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert 'rewake_resume_outcomes_total{executor="log",state="logged"} 1.0' in metrics
+    assert "rewake_resume_lateness_seconds_count 1.0" in metrics

@@ -1,0 +1,177 @@
+"""Helpers for the sweeper's tests and benches: arm marks through the real domain functions,
+seed many marks in bulk, read mark states back, and run rewake processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import insert, select
+
+from app.db import Database
+from app.domain.context import Context
+from app.domain.failures import FailureReport, report_failure
+from app.domain.marks import set_auto_resume
+from app.models import MarkRow, RunRow, SessionRow
+from parsers import parse
+
+REPO = Path(__file__).absolute().parent.parent
+
+
+def context(now: datetime, *, actor: str = "alice", delay_s: int = 30) -> Context:
+    return Context(
+        now=now, actor=actor, resume_delay_s=delay_s, display_zone=None, executor="webhook"
+    )
+
+
+def arm(
+    database: Database,
+    root_id: str,
+    *,
+    message: str,
+    observed_at: datetime,
+    now: datetime,
+    zone: str | None = None,
+    run_id: str = "r1",
+    attempt: int = 1,
+    account_key: str | None = None,
+    session_id: str | None = None,
+    delay_s: int = 30,
+) -> dict[str, Any]:
+    """Report a failure and arm auto-resume, as the API would; the mark's JSON."""
+    ctx = context(now, delay_s=delay_s)
+    report = FailureReport(
+        root_id=root_id, run_id=run_id, attempt=attempt, message=message,
+        observed_at=observed_at, zone=zone, account_key=account_key, session_id=session_id,
+    )  # fmt: skip
+    with database.writer() as db, db.begin():
+        report_failure(db, report, parse=parse, ctx=ctx)
+        return set_auto_resume(db, root_id, enabled=True, despite_native=False, ctx=ctx)
+
+
+def seed_marks(
+    database: Database,
+    count: int,
+    *,
+    due_at: Callable[[int], datetime],
+    account: Callable[[int], str | None] = lambda _n: None,
+    prefix: str = "s",
+    batch: int = 5000,
+) -> list[str]:
+    """Insert `count` paused sessions with one armed mark each, in bulk; their root ids."""
+    now = datetime.now(UTC)
+    roots = [f"{prefix}-{n:06d}" for n in range(count)]
+    with database.writer() as db, db.begin():
+        for start in range(0, count, batch):
+            chunk = range(start, min(count, start + batch))
+            db.execute(
+                insert(SessionRow),
+                [
+                    {"root_id": roots[n], "state": "paused", "current_run_id": "r1",
+                     "current_attempt": 1, "created_at": now, "updated_at": now}
+                    for n in chunk
+                ],
+            )  # fmt: skip
+            db.execute(
+                insert(RunRow),
+                [
+                    {"root_id": roots[n], "run_id": "r1", "status": "paused",
+                     "current_attempt": 1, "created_at": now, "updated_at": now}
+                    for n in chunk
+                ],
+            )  # fmt: skip
+            db.execute(
+                insert(MarkRow),
+                [
+                    {"root_id": roots[n], "run_id": "r1", "attempt": 1, "state": "armed",
+                     "reset_at": due_at(n), "resolution_s": 0, "due_at": due_at(n),
+                     "armed_by": "seed", "armed_at": now, "account_key": account(n),
+                     "despite_native": False, "updated_at": now}
+                    for n in chunk
+                ],
+            )  # fmt: skip
+    return roots
+
+
+def marks_by_root(database: Database, roots: Sequence[str] | None = None) -> dict[str, MarkRow]:
+    """The latest mark of each session (all sessions when `roots` is None)."""
+    stmt = select(MarkRow).order_by(MarkRow.id)  # type: ignore[arg-type]
+    with database.reader() as db:
+        rows = list(db.scalars(stmt))
+    wanted = None if roots is None else set(roots)
+    return {row.root_id: row for row in rows if wanted is None or row.root_id in wanted}
+
+
+def rewake_env(database_url: str, **settings: object) -> dict[str, str]:
+    """The environment of a rewake process: the repository on the path, REWAKE_* settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REWAKE_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])])
+    env["REWAKE_DATABASE_URL"] = database_url
+    for name, value in settings.items():
+        env[f"REWAKE_{name.upper()}"] = str(value)
+    return env
+
+
+def start_sweeper(env: dict[str, str], log: Path, *extra: str) -> subprocess.Popen[bytes]:
+    """A `rewake sweep` process (as `python -m app.sweeper`), its output in `log`."""
+    with log.open("ab") as out:
+        return subprocess.Popen(
+            [sys.executable, "-m", "app.sweeper", *extra],
+            env=env, stdout=out, stderr=subprocess.STDOUT, cwd=str(REPO),
+        )  # fmt: skip
+
+
+@contextmanager
+def sweepers(
+    env: dict[str, str], count: int, logs: Path
+) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """`count` sweeper processes, stopped with SIGTERM (then killed) afterwards."""
+    logs.mkdir(parents=True, exist_ok=True)
+    procs = [start_sweeper(env, logs / f"sweeper-{n}.log") for n in range(count)]
+    try:
+        yield procs
+    finally:
+        stop_all(procs)
+
+
+def stop_all(procs: Sequence[subprocess.Popen[bytes]], timeout_s: float = 20) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    deadline = time.monotonic() + timeout_s
+    for proc in procs:
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def wait_until(predicate: Callable[[], bool], timeout_s: float, poll_s: float = 0.1) -> bool:
+    """Poll `predicate` until it holds or `timeout_s` passes; whether it held."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(poll_s)
+    return predicate()
+
+
+def utc(seconds_from_now: float = 0.0) -> datetime:
+    return datetime.now(UTC) + timedelta(seconds=seconds_from_now)
+
+
+def count_in_states(database: Database, states: Sequence[str]) -> int:
+    """How many marks (of every session) are in `states`: a cheap poll for settling."""
+    from sqlalchemy import func
+
+    stmt = select(func.count()).where(MarkRow.state.in_(states))  # type: ignore[attr-defined]
+    with database.reader() as db:
+        return int(db.scalar(stmt) or 0)

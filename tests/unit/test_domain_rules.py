@@ -1,0 +1,142 @@
+"""The service's pure rules: failure kinds, what is newer, due_at, session state, the gate."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from app.domain.errors import DomainError
+from app.domain.rules import (
+    MESSAGE_LIMIT_CHARS,
+    FailurePoint,
+    GateFacts,
+    auto_resume_refusal,
+    check_observed_at,
+    clean_json,
+    clean_text,
+    derive_failure_kind,
+    due_at_for,
+    is_newer,
+    keep_last_part,
+    session_state,
+)
+
+NOW = datetime(2026, 11, 30, 13, 6, tzinfo=UTC)
+PAUSED = GateFacts(
+    cancelled=False,
+    has_failure=True,
+    run_paused_at_failure=True,
+    failure_kind="provider_quota",
+    halted=False,
+    reset_at=datetime(2026, 11, 30, 16, 40, tzinfo=UTC),
+    refusal_code=None,
+    native_auto_continue=False,
+    attempt_resumed_before=False,
+)
+
+
+@pytest.mark.parametrize(
+    ("stated", "verdict_kind", "halted", "kind"),
+    [
+        (None, "provider_quota", False, "provider_quota"),
+        (None, "login_required", False, "login_required"),
+        (None, "transient", False, "execution_failure"),
+        (None, "none", False, "execution_failure"),
+        ("runtime_limit", "provider_quota", False, "runtime_limit"),
+        (None, "provider_quota", True, "execution_failure"),
+        ("provider_quota", "none", True, "execution_failure"),
+        (None, "login_required", True, "login_required"),
+    ],
+)
+def test_failure_kind(stated: str | None, verdict_kind: str, halted: bool, kind: str) -> None:
+    """The host's kind wins, else the verdict's; a halted run is never a provider limit."""
+    assert derive_failure_kind(stated, verdict_kind, halted) == kind
+
+
+def test_newer_is_a_higher_attempt_or_a_later_observation() -> None:
+    """Within a run the attempt number decides; across runs the observation time does."""
+    marked = FailurePoint("r1", 2, NOW)
+    assert is_newer(FailurePoint("r1", 3, NOW - timedelta(hours=1)), marked)
+    assert not is_newer(FailurePoint("r1", 2, NOW + timedelta(hours=1)), marked)
+    assert not is_newer(FailurePoint("r1", 1, NOW + timedelta(hours=1)), marked)
+    assert is_newer(FailurePoint("r2", 1, NOW + timedelta(seconds=1)), marked)
+    assert not is_newer(FailurePoint("r2", 9, NOW), marked)
+
+
+def test_due_at_adds_resolution_and_delay_but_never_lies_in_the_past() -> None:
+    """due_at = reset_at + resolution_s + delay; armed later than that, it is due now."""
+    reset = datetime(2026, 11, 30, 16, 40, tzinfo=UTC)
+    assert due_at_for(reset, 60, 30, NOW) == datetime(2026, 11, 30, 16, 41, 30, tzinfo=UTC)
+    late = datetime(2026, 11, 30, 17, 0, tzinfo=UTC)
+    assert due_at_for(reset, 60, 30, late) == late
+
+
+@pytest.mark.parametrize(
+    ("cancelled", "runs", "state"),
+    [
+        (True, ["running"], "cancelled"),
+        (False, ["completed", "paused"], "paused"),
+        (False, ["completed", "running"], "running"),
+        (False, ["completed", "completed"], "finished"),
+    ],
+)
+def test_session_state(cancelled: bool, runs: list[str], state: str) -> None:
+    """Cancelled is final; a paused run pauses the session; all runs completed is finished."""
+    assert session_state(cancelled, runs) == state
+
+
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        ({"cancelled": True}, "session_cancelled"),
+        ({"has_failure": False}, "not_paused_on_provider_limit"),
+        ({"attempt_resumed_before": True}, "attempt_already_resumed"),
+        ({"run_paused_at_failure": False}, "not_paused_on_provider_limit"),
+        ({"failure_kind": "login_required"}, "not_paused_on_provider_limit"),
+        ({"halted": True}, "not_paused_on_provider_limit"),
+        ({"reset_at": None, "refusal_code": "not_stated"}, "reset_not_stated"),
+        ({"reset_at": None, "refusal_code": "no_reset"}, "reset_not_stated"),
+        ({"native_auto_continue": True}, "native_auto_continue"),
+    ],
+)
+def test_gate_refusals(change: dict[str, object], code: str) -> None:
+    """Auto-resume is offered only for the current, paused, provider-limited attempt."""
+    refusal = auto_resume_refusal(replace(PAUSED, **change), despite_native=False)  # type: ignore[arg-type]
+    assert refusal is not None and refusal.code == code
+
+
+def test_gate_offers_a_paused_limit_and_despite_native_overrides() -> None:
+    """A paused limit with a reset is offered; despite_native lifts only the native refusal."""
+    assert auto_resume_refusal(PAUSED, despite_native=False) is None
+    native = replace(PAUSED, native_auto_continue=True)
+    assert auto_resume_refusal(native, despite_native=True) is None
+
+
+def test_observed_at_checks() -> None:
+    """Naive, future (beyond 5 min) and pre-2000 observed_at are refused with their codes."""
+    for observed, code in [
+        (datetime(2026, 11, 30, 13, 0), "observed_at_naive"),
+        (NOW + timedelta(minutes=5, seconds=1), "observed_in_future"),
+        (datetime(1999, 12, 31, tzinfo=UTC), "invalid_request"),
+        (datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5))), "invalid_request"),
+    ]:
+        with pytest.raises(DomainError) as refused:
+            check_observed_at(observed, NOW)
+        assert refused.value.code == code
+    check_observed_at(NOW + timedelta(minutes=5), NOW)
+    check_observed_at(datetime(2026, 11, 30, 9, 6, tzinfo=timezone(timedelta(hours=-4))), NOW)
+
+
+def test_long_text_keeps_its_end() -> None:
+    """Text beyond the limit keeps its last part, where the banner that stopped the run is."""
+    text = "a" * 10 + "b" * MESSAGE_LIMIT_CHARS
+    assert keep_last_part(text) == ("b" * MESSAGE_LIMIT_CHARS, True)
+    assert keep_last_part("short") == ("short", False)
+
+
+def test_unstorable_characters_are_replaced() -> None:
+    """NUL and lone surrogates (which PostgreSQL and UTF-8 refuse) become U+FFFD, anywhere."""
+    assert clean_text("a\x00b\ud800c") == "a\ufffdb\ufffdc"
+    assert clean_json({"k\x00": ["\ud800", 1, None]}) == {"k\ufffd": ["\ufffd", 1, None]}
