@@ -1,8 +1,8 @@
 """The `rewake` command.
 
 `rewake parse` must start fast, so this module imports nothing heavy at the top: the service's
-commands register themselves from `app.service_cli`, which imports FastAPI and SQLAlchemy only
-inside the functions that run them.
+and the sweeper's commands register themselves from `app.service_cli` and `app.sweeper.cli`,
+which import FastAPI and SQLAlchemy only inside the functions that run them.
 """
 
 from __future__ import annotations
@@ -18,15 +18,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Resume AI coding CLI runs exactly once, when their usage limit resets.",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    from app import parse_cli
+    from app import parse_cli, service_cli
+    from app.sweeper import cli as sweeper_cli
 
     parse_cli.register(commands)
-    try:
-        from app import service_cli
-    except ImportError:  # pragma: no cover - the service module is part of every install
-        pass
-    else:
-        service_cli.register(commands)
+    service_cli.register(commands)
+    sweeper_cli.register(commands)
     return parser
 
 

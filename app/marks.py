@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlmodel import Session
+from sqlalchemy import case
+from sqlmodel import Session, col
 
 from app.domain.context import iso
 from app.models import MarkRow
@@ -133,9 +134,18 @@ def record_outcome(
 def mark_sending_many(
     db: Session, held: Sequence[tuple[int, str]], now: datetime, lease_s: float
 ) -> list[MarkRow]:
-    """`mark_sending` for each (mark_id, attempt_key) in one transaction; the rows moved."""
-    moved = (mark_sending(db, mark_id, key, now, lease_s) for mark_id, key in held)
-    return [row for row in moved if row is not None]
+    """`mark_sending` for several (mark_id, attempt_key) claims in one statement, each fenced
+    by its own key; the rows that moved. Commit this before sending any of them."""
+    moved = mark_repo.move_held_marks(
+        db, held, from_state="claimed", to_state="sending", now=now,
+        lease_until=now + timedelta(seconds=lease_s), sent_at=now,
+    )  # fmt: skip
+    for mark in moved:
+        repo.append_timeline(
+            db, mark.root_id, now, "mark_sending", actor=mark.claimed_by, run_id=mark.run_id,
+            attempt=mark.attempt, mark_id=mark.id, detail={"attempt_key": mark.attempt_key},
+        )  # fmt: skip
+    return moved
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,15 +160,29 @@ class SendResult:
 
 
 def record_outcomes(db: Session, sends: Sequence[SendResult], now: datetime) -> list[MarkRow]:
-    """`record_outcome` for each send in one transaction; the rows moved."""
-    moved = []
+    """`record_outcome` for several sends: one statement per (state, outcome) pair, each mark
+    fenced by its own key, each keeping its own detail; the rows that moved (a mark settled
+    meanwhile, by a later attempt's report or the reaper, does not)."""
+    groups: dict[tuple[str, str], list[SendResult]] = {}
     for send in sends:
-        row = record_outcome(
-            db, send.mark_id, send.attempt_key, send.state, now, outcome=send.outcome,
-            detail=send.detail,
+        if send.state not in OUTCOME_STATES:
+            raise ValueError(f"{send.state!r} is not an outcome state; expected {OUTCOME_STATES}")
+        groups.setdefault((send.state, send.outcome or send.state), []).append(send)
+    moved: list[MarkRow] = []
+    for (state, outcome), group in groups.items():
+        details = {send.mark_id: send.detail for send in group}
+        rows = mark_repo.move_held_marks(
+            db, [(send.mark_id, send.attempt_key) for send in group], from_state="sending",
+            to_state=state, now=now, outcome=outcome, lease_until=None,
+            outcome_detail=case(details, value=col(MarkRow.id), else_=None),
         )  # fmt: skip
-        if row is not None:
-            moved.append(row)
+        for mark in rows:
+            repo.append_timeline(
+                db, mark.root_id, now, f"mark_{state}", actor=mark.claimed_by,
+                run_id=mark.run_id, attempt=mark.attempt, mark_id=mark.id,
+                detail={"outcome": outcome, "detail": details.get(mark.id or 0)},
+            )  # fmt: skip
+        moved.extend(rows)
     return moved
 
 

@@ -127,7 +127,7 @@ def run_serve(args: argparse.Namespace) -> int:
     sweeper = None
     if settings.serve_sweeper and not args.no_sweeper:
         # Its metrics go on the API's /metrics.
-        sweeper = _embedded_sweeper(settings, database, app.state.services.metrics.registry)
+        sweeper = _embedded_sweeper(settings, database, app.state.services.metrics.sweeper)
         if sweeper is False:
             database.dispose()
             return 2
@@ -143,7 +143,7 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def _embedded_sweeper(settings: Any, database: Any, registry: Any) -> Any:
+def _embedded_sweeper(settings: Any, database: Any, metrics: Any) -> Any:
     """The sweeper `serve` runs beside the API (not started); False when its executor cannot
     work (the reason is logged), None when this install has no sweeper."""
     from app.logs import log_event
@@ -155,7 +155,7 @@ def _embedded_sweeper(settings: Any, database: Any, registry: Any) -> Any:
         log_event(logger, "sweeper_unavailable", logging.WARNING, reason=str(error))
         return None
     try:
-        return build_sweeper(settings, database, registry=registry)
+        return build_sweeper(settings, database, metrics=metrics)
     except ExecutorConfigError as error:
         log_event(logger, "executor_refused", logging.ERROR, reason=str(error))
         return False

@@ -1,5 +1,6 @@
 """Prometheus metrics: failures by provider and kind, refusals by code, problems by code
-(counted in this process), and marks by state (read from the database at each scrape)."""
+(counted in this process), marks by state (read from the database at each scrape), and the
+sweeper's (app.sweeper.metrics) on the same registry."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from prometheus_client.registry import Collector
 
 from app.db import Database
 from app.repository import marks as mark_repo
+from app.sweeper.metrics import SweeperMetrics
 
 MARK_STATES = (
     "armed", "claimed", "sending", "done", "failed", "uncertain", "superseded", "cleared",
@@ -55,6 +57,9 @@ class Metrics:
             "rewake_problems", "Error answers, by problem code", ["code"], registry=self.registry
         )
         self.registry.register(MarksByState(database))
+        # The sweeper's metrics share this registry: the sweeper `rewake serve` runs uses them,
+        # and the failure route counts resumes into a live limit.
+        self.sweeper = SweeperMetrics(self.registry)
 
     def failure_stored(self, answer: dict[str, Any]) -> None:
         verdict = answer.get("verdict") or {}
@@ -62,6 +67,9 @@ class Metrics:
         refusal = verdict.get("refusal")
         if refusal:
             self.refusals.labels(refusal["code"]).inc()
+        if answer.get("resumed_into_live_limit"):
+            self.sweeper.resume_into_live_limit.inc()
+        self.sweeper.held.inc(len(answer.get("held_marks") or ()))
 
     def problem(self, code: str) -> None:
         self.problems.labels(code).inc()

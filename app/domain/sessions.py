@@ -121,7 +121,9 @@ def delete_session(db: Session, root_id: str, ctx: Context) -> JSON:
         raise DomainError(
             "session_active", f"session {root_id!r} is {session.state}; cancel it first"
         )
-    clear_live_mark(db, root_id, "delete", ctx)
+    if live is not None and clear_live_mark(db, root_id, "delete", ctx) is None:
+        # A sweeper moved the mark to sending after it was read: the resume is on its way.
+        raise DomainError("recovery_in_progress", "a resume for this session is being sent")
     marks = [mark_json(mark) for mark in mark_repo.list_marks(db, root_id)]
     summary: JSON = {
         "state": session.state,

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import String, cast, exists, func, literal, or_, select, update
+from sqlalchemy import String, cast, exists, func, literal, or_, select, tuple_, update
 from sqlmodel import Session, col
 
 from app.models import LIVE_STATES, MarkRow
@@ -92,6 +92,32 @@ def move_mark(
         stmt = stmt.where(col(MarkRow.attempt_key) == attempt_key)
     stmt = stmt.values(state=to_state, updated_at=now, **values).returning(MarkRow)
     return db.scalars(stmt, execution_options=_RETURN).first()
+
+
+def move_held_marks(
+    db: Session,
+    held: Sequence[tuple[int, str]],
+    *,
+    from_state: str,
+    to_state: str,
+    now: datetime,
+    **values: Any,
+) -> list[MarkRow]:
+    """Compare-and-set several marks in one statement, each on its state and on its own
+    attempt key (`held` is (mark id, attempt key) pairs); the rows that moved."""
+    if not held:
+        return []
+    stmt = (
+        update(MarkRow)
+        .where(
+            col(MarkRow.id).in_([mark_id for mark_id, _ in held]),
+            tuple_(col(MarkRow.id), col(MarkRow.attempt_key)).in_(list(held)),
+            col(MarkRow.state) == from_state,
+        )
+        .values(state=to_state, updated_at=now, **values)
+        .returning(MarkRow)
+    )
+    return list(db.scalars(stmt, execution_options=_RETURN))
 
 
 def claim_due(

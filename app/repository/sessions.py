@@ -28,8 +28,15 @@ def _dialect(db: Session) -> str:
 
 
 def lock_session(db: Session, root_id: str) -> SessionRow | None:
-    """The session row, locked until the transaction ends (PostgreSQL; SQLite is serialized)."""
-    stmt = select(SessionRow).where(col(SessionRow.root_id) == root_id).with_for_update()
+    """The session row, locked until the transaction ends (PostgreSQL; SQLite is serialized).
+
+    FOR NO KEY UPDATE: it excludes every other writer of the session, yet lets a sweeper append
+    timeline rows for it (their foreign key takes KEY SHARE on this row). With FOR UPDATE, a
+    request holding the session and waiting for a mark deadlocked with a sweeper holding that
+    mark and appending its timeline entry."""
+    stmt = (
+        select(SessionRow).where(col(SessionRow.root_id) == root_id).with_for_update(key_share=True)
+    )
     return db.scalars(stmt, execution_options={"populate_existing": True}).first()
 
 

@@ -2,8 +2,9 @@
 threads, record each outcome.
 
 Claims waiting for pacing stay in a local backlog, their leases renewed, so a busy account
-does not bounce its marks between sweepers; a sweeper claims no more than its free workers can
-start, and never claims more marks of an account than the account may have in flight.
+does not bounce its marks between sweepers. A sweeper claims nothing while all its workers are
+busy, holds a bounded number of claims per worker, and does not claim more marks of an account
+than the account may have in flight while earlier ones still wait here.
 """
 
 from __future__ import annotations
@@ -115,13 +116,14 @@ class Dispatcher:
                 return 0
 
     def _edge(self, estimate: datetime) -> datetime:
-        """The database's clock now, and how far it is from this machine's."""
+        """The instant to act on: the database's clock on PostgreSQL (noting how far it is from
+        this machine's, for the timer), the timer's reading on SQLite."""
+        if self.database.dialect != "postgresql":
+            return estimate
         local = self.clock()
         now = step.database_clock(self.database, local)
-        if now is not local:
-            self.db_offset = now - local
-            return now
-        return estimate
+        self.db_offset = now - local
+        return now
 
     def _fire(self, now: datetime) -> int:
         self._renew_expiring(now)
@@ -161,9 +163,7 @@ class Dispatcher:
     def _renew_expiring(self, now: datetime) -> None:
         """Renew the leases of waiting claims that are past half their lease."""
         margin = timedelta(seconds=self.config.lease_s / 2)
-        expiring = [
-            c for c in self._backlog.values() if c.lease_until - self.db_offset - now < margin
-        ]
+        expiring = [c for c in self._backlog.values() if c.lease_until - now < margin]
         if not expiring:
             return
         renewed, lost = step.renew(self.database, now, expiring, lease_s=self.config.lease_s)

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import httpx
 import pytest
+from alembic.script import ScriptDirectory
+
+from app import migrations
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -85,7 +88,8 @@ def test_serve_runs_on_embedded_sqlite_with_no_configuration(
     process.terminate()
     _, log = process.communicate(timeout=10)
     assert "any local process (agents included) can use it" in log
-    assert "schema_current revision=0001" in log
+    head = ScriptDirectory.from_config(migrations.alembic_config()).get_current_head()
+    assert f"schema_current revision={head}" in log
 
 
 def test_serve_refuses_a_public_address_without_tokens(tmp_path: Path) -> None:

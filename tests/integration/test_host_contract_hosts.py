@@ -75,9 +75,10 @@ def send(
 ) -> httpx.Response:  # fmt: skip
     raw = json.dumps(body).encode()
     stamp = str(int(time.time()) if timestamp is None else timestamp)
-    signature = "sha256=" + hmac.new(
-        secret or host.secret, stamp.encode() + b"." + raw, hashlib.sha256
-    ).hexdigest()
+    signature = (
+        "sha256="
+        + hmac.new(secret or host.secret, stamp.encode() + b"." + raw, hashlib.sha256).hexdigest()
+    )
     return httpx.post(
         f"{host.url}/api/agent/runs/root-1/runs/run-1/resume",
         content=raw + (b" " if tamper else b""),
@@ -90,9 +91,10 @@ def send(
 
 def lookup(host: Host, key: str) -> httpx.Response:
     stamp = str(int(time.time()))
-    signature = "sha256=" + hmac.new(
-        host.secret, stamp.encode() + b"." + key.encode(), hashlib.sha256
-    ).hexdigest()
+    signature = (
+        "sha256="
+        + hmac.new(host.secret, stamp.encode() + b"." + key.encode(), hashlib.sha256).hexdigest()
+    )
     return httpx.get(
         f"{host.url}/resumes/{key}",
         headers={"X-Rewake-Timestamp": stamp, "X-Rewake-Signature": signature},

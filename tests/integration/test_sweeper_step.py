@@ -230,9 +230,7 @@ def test_armed_through_the_domain_fires_after_true_reset(database: Database, pre
     assert len(claim_mine(database, due, [prefix])) == 1
 
 
-def test_outcomes_recorded_together_each_fenced_by_its_key(
-    database: Database, prefix: str
-) -> None:
+def test_outcomes_recorded_together_each_fenced_by_its_key(database: Database, prefix: str) -> None:
     """Outcomes written in one batch land for each key holder with their own detail; a mark
     settled meanwhile, or presented with another mark's key, is left alone."""
     now = datetime.now(UTC)
