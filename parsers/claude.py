@@ -263,6 +263,15 @@ def _scope(match: re.Match[str]) -> str | None:
     return None
 
 
+_COMMON = findings.CommonPatterns(
+    transient=_TRANSIENT,
+    login=_LOGIN,
+    login_command="/login",
+    other=_OTHER,
+    warning=_WARNING,
+    went_on=_WENT_ON,
+)
+
 #: A text with none of these needles holds nothing this scanner reads.
 _NEEDLES = module_needles(globals())
 
@@ -334,22 +343,7 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), None, "the API's rate limit")
         )
-    for match in _TRANSIENT.finditer(norm):
-        found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
-    for match in _LOGIN.finditer(norm):
-        line = text.around(match.start(), match.end())
-        command = "/login" if "/login" in line else None
-        found.append(
-            findings.failure(
-                "login_required", PROVIDER, match.start(), match.end(), login_command=command
-            )
-        )
-    for match in _OTHER.finditer(norm):
-        found.append(findings.failure("other_failure", PROVIDER, match.start(), match.end()))
-    for match in _WARNING.finditer(norm):
-        found.append(findings.marker("warning", PROVIDER, match.start(), match.end()))
-    for match in _WENT_ON.finditer(norm):
-        found.append(findings.marker("went_on", PROVIDER, match.start(), match.end()))
+    found.extend(findings.scan_common(text, PROVIDER, _COMMON))
     return found
 
 

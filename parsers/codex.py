@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from datetime import datetime
 from typing import Final
 
 from parsers import clock, findings
@@ -36,10 +35,10 @@ from parsers.grammar import (
     read_duration,
     wrappable,
 )
+from parsers.localized import LOCALIZED_DATES, resolve_localized
 from parsers.text import Text
 from parsers.timeres import THROTTLE_S, Reset, Resolved, after_duration, at_epoch, window
 from parsers.verdict import Kind, Refusal
-from parsers.zones import ZoneError, host_zone
 
 PROVIDER: Final = "codex"
 
@@ -65,25 +64,6 @@ _TIMESTAMP = re.compile(
     rf"(?:{MONTH_NAME}\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,\s(?P<year>\d{{4}}),?\s)?"
     r"(?P<hour>\d{1,2}):(?P<minute>\d{2})\s?(?P<meridiem>[AP]M)\b"
 )
-#: pt-BR "10 de jul. de 2026, 11:52" and es "26 may 2026, 2:40 p.m.".
-_ROMANCE_DATE = re.compile(
-    r"(?P<phrase>(?P<day>\d{1,2})\s{1,2}(?:de\s{1,2})?(?P<month>[a-zçé]{3,10})\.?\s{1,2}"
-    r"(?:de\s{1,2})?(?P<year>\d{4}),?\s{1,2}(?P<hour>\d{1,2}):(?P<minute>\d{2})"
-    r"(?:\s{0,2}(?P<meridiem>[ap])\.\s?m\.)?)"
-)
-#: ko "2026. 9. 13. 오전 10:36" and "9월 13일 오전 10:36" (오전 is a.m., 오후 p.m.).
-_KO_DATE = re.compile(
-    r"(?P<phrase>(?:(?P<year>\d{4})\.\s{0,2}(?P<month>\d{1,2})\.\s{0,2}(?P<day>\d{1,2})\."
-    r"|(?P<month_word>\d{1,2})월\s{0,2}(?P<day_word>\d{1,2})일)"
-    r"\s{0,2}(?P<meridiem>오전|오후)\s{0,2}(?P<hour>\d{1,2}):(?P<minute>\d{2}))"
-)
-#: Month abbreviations of the Codex App's pt-BR and es locales (they never disagree).
-_ROMANCE_MONTHS = {
-    "jan": 1, "ene": 1, "fev": 2, "feb": 2, "mar": 3, "abr": 4, "mai": 5, "may": 5,
-    "jun": 6, "jul": 7, "ago": 8, "set": 9, "sep": 9, "out": 10, "oct": 10, "nov": 11,
-    "dez": 12, "dic": 12,
-}  # fmt: skip
-_LOCALIZED_DATES = (_ROMANCE_DATE, _KO_DATE)
 
 _NO_RESET: tuple[tuple[Gated, str | None, str], ...] = (
     (
@@ -177,78 +157,6 @@ def _timestamp(match: re.Match[str], ctx: Context, scope: str | None) -> Resolve
     return clock.resolve(printed, ctx, PROVIDER, scope, bare_time="same_day")
 
 
-def _printed_localized(match: re.Match[str]) -> clock.Printed | None:
-    """The parts of a localized date the grammar matched, when its words are known."""
-    groups = match.groupdict()
-    phrase = match.group("phrase")
-    meridiem = groups.get("meridiem")
-    hour = int(groups["hour"])
-    if meridiem in ("오전", "오후"):
-        meridiem = "am" if meridiem == "오전" else "pm"
-    elif meridiem is not None:
-        meridiem += "m"
-    if groups.get("month_word"):
-        month, day, year = int(groups["month_word"]), int(groups["day_word"]), None
-    elif groups["month"].isdigit():
-        month, day, year = int(groups["month"]), int(groups["day"]), int(groups["year"])
-    else:
-        found = _ROMANCE_MONTHS.get(groups["month"][:3])
-        if found is None:
-            return None
-        month, day, year = found, int(groups["day"]), int(groups["year"])
-    return clock.Printed(
-        hour=hour,
-        minute=int(groups["minute"]),
-        meridiem=meridiem,
-        month=month,
-        day=day,
-        year=year,
-        as_printed=phrase,
-    )
-
-
-def _localized(match: re.Match[str], ctx: Context, scope: str | None) -> Resolved:
-    """A date the Codex App formatted with the OS locale. The pt-BR, es and ko forms are read
-    from their month words; other locales by dateparser on the phrase the grammar found, with
-    a fixed base date (the clock is never read). Without a year, rule 4 applies."""
-    printed: clock.Printed | Refusal | None = _printed_localized(match)
-    if printed is None:
-        printed = _dateparser_localized(match.group("phrase"), ctx)
-    if isinstance(printed, Refusal):
-        return printed
-    return clock.resolve(printed, ctx, PROVIDER, scope)
-
-
-def _dateparser_localized(phrase: str, ctx: Context) -> clock.Printed | Refusal:
-    try:
-        zone = host_zone(ctx.zone)
-    except ZoneError as error:
-        return Refusal(error.code, f"{phrase!r}: {error.detail}")
-    import dateparser  # imported here: only phrases in unlisted locales need it
-
-    base = ctx.observed_at.astimezone(zone).replace(tzinfo=None)
-    parsed: datetime | None = dateparser.parse(
-        phrase,
-        settings={
-            "RELATIVE_BASE": base,
-            "RETURN_AS_TIMEZONE_AWARE": False,
-            "REQUIRE_PARTS": ["day", "month"],
-            "PREFER_DAY_OF_MONTH": "first",
-        },
-    )
-    if parsed is None:
-        return Refusal("unparseable", f"the localized date {phrase!r} could not be read")
-    return clock.Printed(
-        hour=parsed.hour,
-        minute=parsed.minute,
-        meridiem=None,
-        month=parsed.month,
-        day=parsed.day,
-        year=parsed.year if re.search(r"\d{4}", phrase) else None,
-        as_printed=phrase,
-    )
-
-
 def _retry_clause(norm: str, start: int, ctx: Context, scope: str | None) -> tuple[int, Resolved]:
     """The retry suffix after a usage-limit head: at a time, in a duration, or later."""
     reach = min(len(norm), start + _CLAUSE_REACH)
@@ -257,10 +165,10 @@ def _retry_clause(norm: str, start: int, ctx: Context, scope: str | None) -> tup
         stamp = _TIMESTAMP.match(norm, at.end())
         if stamp:
             return stamp.end(), _timestamp(stamp, ctx, scope)
-        for pattern in _LOCALIZED_DATES:
+        for pattern in LOCALIZED_DATES:
             local = pattern.match(norm, at.end())
             if local:
-                return local.end(), _localized(local, ctx, scope)
+                return local.end(), resolve_localized(local, ctx, PROVIDER, scope)
         return at.end(), Refusal("unparseable", "the retry time could not be read")
     within = _TRY_IN.search(norm, start, reach)
     if within:
@@ -275,12 +183,20 @@ def _retry_clause(norm: str, start: int, ctx: Context, scope: str | None) -> tup
     later = _TRY_LATER.search(norm, start, reach)
     if later:
         return later.end(), Refusal("not_stated", "Codex says to try again later")
-    for pattern in _LOCALIZED_DATES:
+    for pattern in LOCALIZED_DATES:
         local = pattern.search(norm, start, reach)
         if local:
-            return local.end(), _localized(local, ctx, scope)
+            return local.end(), resolve_localized(local, ctx, PROVIDER, scope)
     return start, Refusal("not_stated", "the usage-limit message states no reset time")
 
+
+_COMMON = findings.CommonPatterns(
+    transient=_TRANSIENT,
+    login=_LOGIN,
+    login_command="codex login",
+    other=_OTHER,
+    warning=_WARNING,
+)
 
 #: A text with none of these needles holds nothing this scanner reads.
 _NEEDLES = module_needles(globals(), *(pattern for pattern, _, _ in _NO_RESET))
@@ -340,19 +256,7 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
         status = match.group("status")
         kind: Kind = "login_required" if status in ("401", "403") else "transient"
         found.append(findings.failure(kind, PROVIDER, match.start(), match.end()))
-    for match in _TRANSIENT.finditer(norm):
-        found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
-    for match in _LOGIN.finditer(norm):
-        command = "codex login" if "codex login" in match.group(0) else None
-        found.append(
-            findings.failure(
-                "login_required", PROVIDER, match.start(), match.end(), login_command=command
-            )
-        )
-    for match in _OTHER.finditer(norm):
-        found.append(findings.failure("other_failure", PROVIDER, match.start(), match.end()))
-    for match in _WARNING.finditer(norm):
-        found.append(findings.marker("warning", PROVIDER, match.start(), match.end()))
+    found.extend(findings.scan_common(text, PROVIDER, _COMMON))
     return found
 
 

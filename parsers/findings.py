@@ -6,6 +6,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Literal
 
+from parsers.grammar import Gated
+from parsers.text import Text
 from parsers.timeres import Reset, Resolved
 from parsers.verdict import Kind, Provider, Refusal
 
@@ -118,3 +120,55 @@ class Context:
 
     observed_at: datetime
     zone: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CommonPatterns:
+    """The failures and markers every CLI prints in its own words: transient errors, sign-in
+    failures (and the command that fixes them), other failures, warnings, a session going on."""
+
+    transient: Gated | None = None
+    login: Gated | None = None
+    login_command: str | None = None
+    other: Gated | None = None
+    warning: Gated | None = None
+    went_on: Gated | None = None
+
+
+def scan_common(text: Text, provider: Provider, patterns: CommonPatterns) -> list[Finding]:
+    norm = text.norm
+    found: list[Finding] = []
+    failures: tuple[tuple[Kind, Gated | None], ...] = (
+        ("transient", patterns.transient),
+        ("other_failure", patterns.other),
+    )
+    for kind, pattern in failures:
+        if pattern is not None:
+            found.extend(
+                failure(kind, provider, match.start(), match.end())
+                for match in pattern.finditer(norm)
+            )
+    if patterns.login is not None:
+        command = patterns.login_command
+        for match in patterns.login.finditer(norm):
+            named = command is not None and command in text.around(match.start(), match.end())
+            found.append(
+                failure(
+                    "login_required",
+                    provider,
+                    match.start(),
+                    match.end(),
+                    login_command=command if named else None,
+                )
+            )
+    markers: tuple[tuple[Role, Gated | None], ...] = (
+        ("warning", patterns.warning),
+        ("went_on", patterns.went_on),
+    )
+    for role, pattern in markers:
+        if pattern is not None:
+            found.extend(
+                marker(role, provider, match.start(), match.end())
+                for match in pattern.finditer(norm)
+            )
+    return found

@@ -167,6 +167,10 @@ def _access_resets(match: re.Match[str], ctx: Context) -> Resolved:
     return clock.resolve(printed, ctx, PROVIDER, None)
 
 
+_COMMON = findings.CommonPatterns(
+    login=_LOGIN, login_command="/auth", other=_OTHER, warning=_WARNING, went_on=_WENT_ON
+)
+
 #: A text with none of these needles holds nothing this scanner reads.
 _NEEDLES = module_needles(globals())
 
@@ -290,18 +294,5 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
                 retry_after_s=int(match.group("ms")) / 1000.0,
             )
         )
-    for match in _LOGIN.finditer(norm):
-        line = text.around(match.start(), match.end())
-        command = "/auth" if "/auth" in line else None
-        found.append(
-            findings.failure(
-                "login_required", PROVIDER, match.start(), match.end(), login_command=command
-            )
-        )
-    for match in _OTHER.finditer(norm):
-        found.append(findings.failure("other_failure", PROVIDER, match.start(), match.end()))
-    for match in _WARNING.finditer(norm):
-        found.append(findings.marker("warning", PROVIDER, match.start(), match.end()))
-    for match in _WENT_ON.finditer(norm):
-        found.append(findings.marker("went_on", PROVIDER, match.start(), match.end()))
+    found.extend(findings.scan_common(text, PROVIDER, _COMMON))
     return found

@@ -1,0 +1,115 @@
+"""Dates the Codex App formats with the operating system's locale.
+
+    10 de jul. de 2026, 11:52          pt-BR
+    26 may 2026, 2:40 p.m.             es
+    2026. 9. 13. 오전 10:36             ko (오전 a.m., 오후 p.m.)
+    9월 13일 오전 10:36                  ko, without a year
+
+The grammar finds the phrase; the pt-BR, es and ko month words are read from a table, and a
+phrase in another locale goes to dateparser with a fixed base date (the clock is never read).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+from parsers import clock
+from parsers.findings import Context
+from parsers.timeres import Resolved
+from parsers.verdict import Provider, Refusal
+from parsers.zones import ZoneError, host_zone
+
+#: pt-BR "10 de jul. de 2026, 11:52" and es "26 may 2026, 2:40 p.m.".
+ROMANCE_DATE = re.compile(
+    r"(?P<phrase>(?P<day>\d{1,2})\s{1,2}(?:de\s{1,2})?(?P<month>[a-zçé]{3,10})\.?\s{1,2}"
+    r"(?:de\s{1,2})?(?P<year>\d{4}),?\s{1,2}(?P<hour>\d{1,2}):(?P<minute>\d{2})"
+    r"(?:\s{0,2}(?P<meridiem>[ap])\.\s?m\.)?)"
+)
+#: ko "2026. 9. 13. 오전 10:36" and "9월 13일 오전 10:36" (오전 is a.m., 오후 p.m.).
+KO_DATE = re.compile(
+    r"(?P<phrase>(?:(?P<year>\d{4})\.\s{0,2}(?P<month>\d{1,2})\.\s{0,2}(?P<day>\d{1,2})\."
+    r"|(?P<month_word>\d{1,2})월\s{0,2}(?P<day_word>\d{1,2})일)"
+    r"\s{0,2}(?P<meridiem>오전|오후)\s{0,2}(?P<hour>\d{1,2}):(?P<minute>\d{2}))"
+)
+#: Month abbreviations of the Codex App's pt-BR and es locales (they never disagree).
+_MONTHS = {
+    "jan": 1, "ene": 1, "fev": 2, "feb": 2, "mar": 3, "abr": 4, "mai": 5, "may": 5,
+    "jun": 6, "jul": 7, "ago": 8, "set": 9, "sep": 9, "out": 10, "oct": 10, "nov": 11,
+    "dez": 12, "dic": 12,
+}  # fmt: skip
+LOCALIZED_DATES = (ROMANCE_DATE, KO_DATE)
+
+
+def _printed_localized(match: re.Match[str]) -> clock.Printed | None:
+    """The parts of a localized date the grammar matched, when its words are known."""
+    groups = match.groupdict()
+    phrase = match.group("phrase")
+    meridiem = groups.get("meridiem")
+    hour = int(groups["hour"])
+    if meridiem in ("오전", "오후"):
+        meridiem = "am" if meridiem == "오전" else "pm"
+    elif meridiem is not None:
+        meridiem += "m"
+    if groups.get("month_word"):
+        month, day, year = int(groups["month_word"]), int(groups["day_word"]), None
+    elif groups["month"].isdigit():
+        month, day, year = int(groups["month"]), int(groups["day"]), int(groups["year"])
+    else:
+        found = _MONTHS.get(groups["month"][:3])
+        if found is None:
+            return None
+        month, day, year = found, int(groups["day"]), int(groups["year"])
+    return clock.Printed(
+        hour=hour,
+        minute=int(groups["minute"]),
+        meridiem=meridiem,
+        month=month,
+        day=day,
+        year=year,
+        as_printed=phrase,
+    )
+
+
+def resolve_localized(
+    match: re.Match[str], ctx: Context, provider: Provider, scope: str | None
+) -> Resolved:
+    """A date the Codex App formatted with the OS locale. The pt-BR, es and ko forms are read
+    from their month words; other locales by dateparser on the phrase the grammar found, with
+    a fixed base date (the clock is never read). Without a year, rule 4 applies."""
+    printed: clock.Printed | Refusal | None = _printed_localized(match)
+    if printed is None:
+        printed = _dateparser_localized(match.group("phrase"), ctx)
+    if isinstance(printed, Refusal):
+        return printed
+    return clock.resolve(printed, ctx, provider, scope)
+
+
+def _dateparser_localized(phrase: str, ctx: Context) -> clock.Printed | Refusal:
+    try:
+        zone = host_zone(ctx.zone)
+    except ZoneError as error:
+        return Refusal(error.code, f"{phrase!r}: {error.detail}")
+    import dateparser  # imported here: only phrases in unlisted locales need it
+
+    base = ctx.observed_at.astimezone(zone).replace(tzinfo=None)
+    parsed: datetime | None = dateparser.parse(
+        phrase,
+        settings={
+            "RELATIVE_BASE": base,
+            "RETURN_AS_TIMEZONE_AWARE": False,
+            "REQUIRE_PARTS": ["day", "month"],
+            "PREFER_DAY_OF_MONTH": "first",
+        },
+    )
+    if parsed is None:
+        return Refusal("unparseable", f"the localized date {phrase!r} could not be read")
+    return clock.Printed(
+        hour=parsed.hour,
+        minute=parsed.minute,
+        meridiem=None,
+        month=parsed.month,
+        day=parsed.day,
+        year=parsed.year if re.search(r"\d{4}", phrase) else None,
+        as_printed=phrase,
+    )
