@@ -101,8 +101,8 @@ _ORG_LIMIT = Gated(
     ("org",),
 )
 _CREDITS = Gated(
-    r"Credit balance (?:is )?too low",
-    ("Credit balance",),
+    r"[Cc]redit balance (?:is )?too low",
+    ("redit balance",),
 )
 _SPEND = Gated(
     r"(?:hit|reached)\s+(?:your\s+)?(?:org(?:anization)?'s\s+)?(?:monthly\s+)?"
@@ -131,7 +131,7 @@ _RATE_LIMITED_ERROR = re.compile(r"\b429\b|rate_limit_error|rate limit", re.IGNO
 _TRANSIENT = Gated(
     r"overloaded_error|Overloaded\b|API Error:? \(?5\d\d\b|Internal server error"
     r"|Repeated 5\d\d|API Error \(Connection error|Connection error\.|fetch failed"
-    r"|server-side issue|API error · Retrying"
+    r"|server-side issue|API error · Retrying|API Error: Rate limit reached"
     # "Server is temporarily limiting requests (not your usage limit) · Rate limited"
     r"|temporarily limiting requests|Too many CONNECT attempts",
     (
@@ -165,7 +165,7 @@ _OTHER = Gated(
     ("rompt is too long", "invalid_request_error", "Login interrupted"),
 )
 _WARNING = Gated(
-    r"Approaching\s+(?:\w{2,12}\s+)?(?:usage\s+)?limit|limit reached, now using"
+    r"Approaching\s+(?:your\s+)?(?:[\w-]{2,12}\s+)?(?:usage\s+)?limit|limit reached, now using"
     r"|Usage credits are off|You've used \d{1,3}% of your",
     ("Approaching", "now using", "Usage credits", "You've used"),
 )

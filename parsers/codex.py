@@ -50,18 +50,19 @@ _USAGE_LIMIT = Gated(
 #: The Codex App's own banner: "You're out of Codex messages / Your rate limit resets on ...".
 _OUT_OF_MESSAGES = Gated(r"You're\s+out\s+of\s+Codex\s+messages", ("Codex messages",))
 _LOCALIZED_LIMIT = Gated(
-    r"atingiu o limite|limite de uso|límite de uso|사용 한도에 도달|사용 한도",
-    ("limite", "límite", "사용 한도"),
+    r"atingiu o limite|limite de uso|límite de uso|사용 한도에 도달|사용 한도|лимит запросов",
+    ("limite", "límite", "사용 한도", "лимит"),
 )
 # How far after the head the retry clause may stand: the longest template is ~200 chars.
 _CLAUSE_REACH = 400
 _TRY_AT = re.compile(
-    rf"(?:[Tt]{wrappable('ry again at')}|[Rr]{wrappable('esets on')}|{wrappable('reset on')})\s+"
+    rf"(?:[Tt]{wrappable('ry again')}\s+(?:at|after)|[Rr]{wrappable('esets on')}"
+    rf"|{wrappable('reset on')})\s+"
 )
 _TRY_IN = re.compile(rf"[Tt]{wrappable('ry again in')}\s+(?P<duration>{DURATION})")
 _TRY_LATER = re.compile(rf"[Tt]{wrappable('ry again later')}")
 _TIMESTAMP = re.compile(
-    rf"(?:{MONTH_NAME}\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,\s(?P<year>\d{{4}}),?\s)?"
+    rf"(?:{MONTH_NAME}\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,\s(?P<year>\d{{4}}),?\s(?:at\s)?)?"
     r"(?P<hour>\d{1,2}):(?P<minute>\d{2})\s?(?P<meridiem>[AP]M)\b"
 )
 
@@ -100,8 +101,8 @@ _API_RATE_LIMIT = Gated(
 )
 _PLEASE_TRY_IN = re.compile(rf"try\s+again\s+in\s+(?P<duration>{DURATION})")
 _RETRY_LIMIT = Gated(
-    r"exceeded retry limit, last status: (?P<status>\d{3})",
-    ("exceeded retry limit",),
+    r"[Ee]xceeded retry limit, last status: (?P<status>\d{3})",
+    ("xceeded retry limit",),
 )
 _BODY = Gated(
     r"\"usage_limit_reached\"",
@@ -131,8 +132,15 @@ _TRANSIENT = Gated(
 )
 _LOGIN = Gated(
     r"unexpected status 40[13]\b|access token could not be refreshed"
-    r"|[Pp]lease (?:log out and )?sign in again|codex login",
-    ("unexpected status", "could not be refreshed", "sign in again", "codex login"),
+    r"|[Pp]lease (?:log out and )?sign in again|codex login"
+    r"|Failed to refresh token|refresh token (?:has )?already been used",
+    (
+        "unexpected status",
+        "could not be refreshed",
+        "sign in again",
+        "codex login",
+        "refresh token",
+    ),
 )
 _OTHER = Gated(
     r"ran out of room in the model's context window",

@@ -32,13 +32,20 @@ KO_DATE = re.compile(
     r"|(?P<month_word>\d{1,2})월\s{0,2}(?P<day_word>\d{1,2})일)"
     r"\s{0,2}(?P<meridiem>오전|오후)\s{0,2}(?P<hour>\d{1,2}):(?P<minute>\d{2}))"
 )
-#: Month abbreviations of the Codex App's pt-BR and es locales (they never disagree).
+#: ru "27 июл. 2026 г., 12:22".
+RU_DATE = re.compile(
+    r"(?P<phrase>(?P<day>\d{1,2})\s{1,2}(?P<month>[а-я]{3,8})\.?\s{1,2}(?P<year>\d{4})"
+    r"\s{0,2}г\.?,?\s{1,2}(?P<hour>\d{1,2}):(?P<minute>\d{2}))"
+)
+#: Month abbreviations of the Codex App's pt-BR, es and ru locales (they never disagree).
 _MONTHS = {
     "jan": 1, "ene": 1, "fev": 2, "feb": 2, "mar": 3, "abr": 4, "mai": 5, "may": 5,
     "jun": 6, "jul": 7, "ago": 8, "set": 9, "sep": 9, "out": 10, "oct": 10, "nov": 11,
     "dez": 12, "dic": 12,
+    "янв": 1, "фев": 2, "мар": 3, "апр": 4, "мая": 5, "май": 5, "июн": 6, "июл": 7,
+    "авг": 8, "сен": 9, "окт": 10, "ноя": 11, "дек": 12,
 }  # fmt: skip
-LOCALIZED_DATES = (ROMANCE_DATE, KO_DATE)
+LOCALIZED_DATES = (ROMANCE_DATE, KO_DATE, RU_DATE)
 
 
 def _printed_localized(match: re.Match[str]) -> clock.Printed | None:
