@@ -1,5 +1,11 @@
 """Schema upgrades through Alembic, under a lock, refusing a schema newer than this code.
 
+The scripts are `alembic/` at the top of a source checkout, where the alembic command line finds
+them through alembic.ini; a wheel installs the same files inside this package, as
+`app/migration_scripts` (pyproject.toml maps the one onto the other), so that `pip install .`
+migrates too. Scripts with no revision are an incomplete install: refused, never taken for an
+empty head that every database is "current" with.
+
 SQLite: the upgrade runs inside one `BEGIN IMMEDIATE` transaction, so a second process waits
 for the first and then finds the schema current. PostgreSQL: `pg_advisory_xact_lock` taken at
 the start of the upgrade transaction (DDL is transactional there too).
@@ -18,8 +24,11 @@ from sqlalchemy.engine import Connection
 
 from alembic import command
 
-ALEMBIC_DIR = Path(__file__).resolve().parent.parent / "alembic"
-ALEMBIC_INI = ALEMBIC_DIR.parent / "alembic.ini"
+#: Where an installed rewake keeps its migration scripts.
+PACKAGED_SCRIPTS = Path(__file__).resolve().parent / "migration_scripts"
+#: Where a source checkout keeps them, beside the alembic.ini that names them.
+SOURCE_SCRIPTS = Path(__file__).resolve().parent.parent / "alembic"
+SOURCE_INI = SOURCE_SCRIPTS.parent / "alembic.ini"
 
 #: An arbitrary constant naming rewake's migration lock among PostgreSQL advisory locks.
 PG_MIGRATION_LOCK = 0x72657761  # "rewa"
@@ -27,6 +36,10 @@ PG_MIGRATION_LOCK = 0x72657761  # "rewa"
 
 class SchemaError(RuntimeError):
     """The database's schema is not one this code can run on."""
+
+
+class ScriptsMissing(SchemaError):
+    """This rewake has no migration scripts to check or build a schema with."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,19 +60,42 @@ class SchemaStatus:
         return bool(self.unknown)
 
 
+def script_location() -> Path:
+    """This rewake's migration scripts: installed in the package, else the source checkout's.
+    ScriptsMissing when neither holds any (a lone `versions` folder is not enough: the
+    alembic library itself sits beside `app` after an install)."""
+    for location in (PACKAGED_SCRIPTS, SOURCE_SCRIPTS):
+        if (location / "env.py").is_file() and (location / "versions").is_dir():
+            return location
+    raise ScriptsMissing(
+        f"no migration scripts in {PACKAGED_SCRIPTS} or {SOURCE_SCRIPTS}: this rewake is "
+        "installed incompletely; reinstall it"
+    )
+
+
 def alembic_config() -> Config:
-    config = Config(str(ALEMBIC_INI)) if ALEMBIC_INI.exists() else Config()
-    config.set_main_option("script_location", str(ALEMBIC_DIR))
+    location = script_location()
+    from_source = location == SOURCE_SCRIPTS and SOURCE_INI.is_file()
+    config = Config(str(SOURCE_INI)) if from_source else Config()
+    config.set_main_option("script_location", str(location))
+    config.set_main_option("path_separator", "os")
     return config
 
 
 def _status(connection: Connection) -> SchemaStatus:
-    script = ScriptDirectory.from_config(alembic_config())
+    config = alembic_config()
+    script = ScriptDirectory.from_config(config)
+    head = tuple(script.get_heads())
+    if not head:
+        raise ScriptsMissing(
+            f"the migration scripts in {config.get_main_option('script_location')} hold no "
+            "revision: this rewake is installed incompletely; reinstall it"
+        )
     current = tuple(MigrationContext.configure(connection).get_current_heads())
     known = {revision.revision for revision in script.walk_revisions()}
     return SchemaStatus(
         current=current,
-        head=tuple(script.get_heads()),
+        head=head,
         unknown=tuple(rev for rev in current if rev not in known),
     )
 

@@ -181,6 +181,7 @@ OBSERVED = "2026-11-30T14:05:00+01:00"
 QUOTA = "You've hit your session limit · resets 5:40pm (Europe/Berlin)"  # 16:40Z, +60 s
 QUOTA_LATER = "You've hit your session limit · resets 6:40pm (Europe/Berlin)"  # 17:40Z
 PASSED = "You've hit your session limit · resets 2:00pm (Europe/Berlin)"  # 13:00Z, 5 min ago
+STALE = "You've hit your session limit · resets 1:00pm (Europe/Berlin)"  # 65 min ago: stale
 NOT_STATED = "5 hour limit reached"
 NO_RESET = "Credit balance too low · Add funds: https://console.anthropic.com/settings/billing"
 LOGIN = "Not logged in · Run /login"

@@ -28,13 +28,18 @@ def readyz(svc: Svc, _who: Actor) -> JSONResponse:
     now = svc.clock()
     checks: dict[str, dict[str, object]] = {}
     try:
-        status = migrations.schema_status(svc.database.engine)
+        schema: dict[str, object]
+        try:
+            status = migrations.schema_status(svc.database.engine)
+            schema = {
+                "ok": status.is_current,
+                "current": list(status.current),
+                "head": list(status.head),
+            }
+        except migrations.ScriptsMissing as missing:  # the database answered; the install is bad
+            schema = {"ok": False, "error": str(missing)}
         checks["database"] = {"ok": True}
-        checks["schema"] = {
-            "ok": status.is_current,
-            "current": list(status.current),
-            "head": list(status.head),
-        }
+        checks["schema"] = schema
         with svc.database.reader() as db:
             seen = repo.latest_heartbeat(db)
         fresh = seen is not None and now - seen <= timedelta(seconds=SWEEPER_FRESH_S)

@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from app.api.deps import Ctx, Reader, Svc
+from app.api.json_body import TolerantJSONRoute
 from app.api.schemas import (
     AttemptBody,
     AutoResumeBody,
@@ -29,7 +30,8 @@ from app.logs import log_event
 from app.repository.sessions import SessionFilter
 
 logger = logging.getLogger("rewake.api")
-router = APIRouter(prefix="/api/agent/runs", tags=["sessions"])
+# Failure reports nested too deep for Python's JSON decoder are still read (app.api.json_body).
+router = APIRouter(prefix="/api/agent/runs", tags=["sessions"], route_class=TolerantJSONRoute)
 
 #: Longer CLI output is parsed on a worker thread, not on the event loop.
 INLINE_PARSE_CHARS = 16_384
@@ -119,8 +121,15 @@ def get_auto_resume(root_id: RootId, ctx: Ctx, db: Reader) -> JSONResponse:
 async def resolve_auto_resume(
     root_id: RootId, body: ResolveBody, ctx: Ctx, svc: Svc
 ) -> JSONResponse:
-    mark = await svc.database.write(lambda db: marks.resolve_mark(db, root_id, body.outcome, ctx))
-    log_event(logger, "mark_resolved", root_id=root_id, outcome=body.outcome, actor=ctx.actor)
+    mark = await svc.database.write(
+        lambda db: marks.resolve_mark(
+            db, root_id, body.outcome, ctx, run_id=body.run_id, attempt=body.attempt
+        )
+    )
+    log_event(
+        logger, "mark_resolved", root_id=root_id, run_id=mark["run_id"], attempt=mark["attempt"],
+        outcome=body.outcome, actor=ctx.actor,
+    )  # fmt: skip
     return _answer(mark)
 
 

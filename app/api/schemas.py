@@ -1,5 +1,9 @@
 """Request bodies and path parameters. Field names are a contract (DESIGN.md section 2);
-unknown fields are ignored so that hosts may send more."""
+unknown fields are ignored so that hosts may send more.
+
+The failure body's optional fields are read leniently (app.domain.report_fields): a value that
+cannot be used is normalised or dropped with a warning, never a 422. The schema still says
+what a host should send."""
 
 from __future__ import annotations
 
@@ -7,9 +11,18 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from fastapi import Path
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    StrictBool,
+    model_validator,
+)
 
 from app.domain.failures import FailureReport
+from app.domain.report_fields import FieldWarning, read_optional_fields
 from app.domain.rules import FailureKind
 
 ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
@@ -40,6 +53,21 @@ class FailureBody(Body):
     account_key: str | None = Field(default=None, max_length=200)
     halted: StrictBool = False
 
+    _warnings: list[FieldWarning] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _read_optional_fields(
+        cls, data: Any, handler: ModelWrapValidatorHandler[FailureBody]
+    ) -> FailureBody:
+        """Only attempt, message and observed_at can refuse a report."""
+        if not isinstance(data, dict):
+            return handler(data)
+        optional, warnings = read_optional_fields(data)
+        body = handler({**data, **optional})
+        body._warnings = warnings
+        return body
+
     def to_report(self, root_id: str, run_id: str) -> FailureReport:
         return FailureReport(
             root_id=root_id,
@@ -55,6 +83,7 @@ class FailureBody(Body):
             capture=self.capture,
             account_key=self.account_key,
             halted=self.halted,
+            warnings=tuple(self._warnings),
         )
 
 
@@ -73,9 +102,12 @@ class AutoResumeBody(Body):
 
 
 class ResolveBody(Body):
-    """How an uncertain mark ended, as a person found out."""
+    """How an uncertain mark ended, as a person found out; run_id and attempt say which mark
+    when several are uncertain."""
 
     outcome: Literal["done", "not_sent"]
+    run_id: str | None = Field(default=None, pattern=ID_PATTERN, max_length=200)
+    attempt: AttemptNumber | None = None
 
 
 class ParseBody(Body):

@@ -29,6 +29,7 @@ CODES: dict[str, tuple[int, str]] = {
     "session_active": (409, "only a finished or cancelled session can be deleted"),
     "recovery_in_progress": (409, "a resume is being sent right now"),
     "mark_not_uncertain": (409, "only an uncertain mark can be resolved"),
+    "mark_ambiguous": (409, "several marks are uncertain; name run_id and attempt"),
     "session_deleted": (410, "the session was deleted; its tombstone is kept"),
     "body_too_large": (413, "the body is over 16 MiB"),
     "not_ready": (503, "the database, the schema or the sweeper is not ready"),

@@ -15,6 +15,7 @@ from app.domain.banners import banner_for
 from app.domain.context import JSON, Context, ParseFn, iso
 from app.domain.errors import DomainError
 from app.domain.marks import OPEN_STATES, clear_live_mark, facts_for, settle_marks
+from app.domain.report_fields import FieldWarning, events_warnings
 from app.domain.rules import (
     FailureKind,
     FailurePoint,
@@ -27,6 +28,7 @@ from app.domain.rules import (
     keep_last_part,
     session_state,
 )
+from app.domain.tombstones import refuse_if_deleted
 from app.logs import log_event
 from app.models import FailureRow, MarkRow, RunRow, SessionRow
 from app.repository import marks as mark_repo
@@ -54,9 +56,12 @@ class FailureReport:
     capture: str | None = None
     account_key: str | None = None
     halted: bool = False
+    #: What reading the optional fields changed or dropped (app.domain.report_fields).
+    warnings: tuple[FieldWarning, ...] = ()
 
-    def fingerprint(self) -> str:
-        """Equal for reports that say the same thing, however their JSON was spelled."""
+    def fingerprint(self, events: list[Any] | None) -> str:
+        """Equal for reports that say the same thing, however their JSON was spelled; `events`
+        are the report's as stored (cleaned, so that any nesting can be hashed)."""
         body = {
             "attempt": self.attempt,
             "message": self.message,
@@ -64,7 +69,7 @@ class FailureReport:
             "zone": self.zone,
             "provider": self.provider,
             "session_id": self.session_id,
-            "events": self.events,
+            "events": events,
             "failure_kind": self.failure_kind,
             "capture": self.capture,
             "account_key": self.account_key,
@@ -85,22 +90,28 @@ class ReadReport:
     events: list[Any] | None
     verdict: Verdict
     failure_kind: FailureKind
+    warnings: tuple[FieldWarning, ...]
 
 
 def read_report(report: FailureReport, *, parse: ParseFn, now: datetime) -> ReadReport:
     """The pure half of a report, done before any lock is taken (parsing is the costly part)."""
     check_observed_at(report.observed_at, now)
     message, truncated = keep_last_part(clean_text(report.message))
-    events = clean_json(report.events) if report.events is not None else None
+    events, warnings = None, list(report.warnings)
+    if report.events is not None:
+        cleaned = clean_json(report.events)
+        events = cleaned.value
+        warnings += events_warnings(cleaned)
     verdict = _parse(parse, _parse_input(message, events), report)
     return ReadReport(
         report=report,
-        fingerprint=report.fingerprint(),
+        fingerprint=report.fingerprint(events),
         message=message,
         truncated=truncated,
         events=events,
         verdict=verdict,
         failure_kind=derive_failure_kind(report.failure_kind, verdict.kind, report.halted),
+        warnings=tuple(warnings),
     )
 
 
@@ -116,8 +127,7 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
     report = read.report
     session = repo.lock_session(db, report.root_id)
     if session is None:
-        if repo.get_tombstone(db, report.root_id) is not None:
-            raise DomainError("session_deleted", f"session {report.root_id!r} was deleted")
+        refuse_if_deleted(db, report.root_id, ctx)
         session, _ = repo.ensure_session(db, report.root_id, ctx.now)
     stored = repo.stored_answer(db, report.root_id, report.run_id, report.attempt)
     if stored is not None:
@@ -145,6 +155,7 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
     failure.answer = _answer(session, failure, run, ctx) | {
         "resumed_into_live_limit": held.resumed_into_live_limit,
         "held_marks": held.held_mark_ids,
+        "warnings": [warning.to_json() for warning in read.warnings],
     }
     session.state = session_state(
         session.cancelled_at is not None, [row.status for row in runs.values()]
@@ -164,6 +175,7 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
             "reset_at": failure.verdict["reset_at"],
             "refusal": failure.refusal_code,
             "truncated": read.truncated,
+            "warnings": [f"{warning.field}: {warning.code}" for warning in read.warnings],
         },
     )
     return failure.answer, True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
 
 from sqlmodel import Session
@@ -9,6 +10,7 @@ from sqlmodel import Session
 from app.domain.context import JSON, Context, iso
 from app.domain.errors import DomainError
 from app.domain.rules import GateFacts, auto_resume_refusal, due_at_for
+from app.domain.tombstones import refuse_if_deleted
 from app.models import LIVE_STATES, FailureRow, MarkRow, RunRow, SessionRow
 from app.repository import marks as mark_repo
 from app.repository import sessions as repo
@@ -59,17 +61,24 @@ def facts_for(
         halted=failure.halted if failure else False,
         reset_at=failure.reset_at if failure else None,
         refusal_code=failure.refusal_code if failure else None,
+        refusal_detail=_refusal_detail(failure),
         native_auto_continue=failure.native_auto_continue if failure else False,
         attempt_resumed_before=resumed_before,
     )
 
 
-def require_session(db: Session, root_id: str, *, lock: bool) -> SessionRow:
-    """The session (locked for writing when asked), or 404 / 410 when it is unknown or deleted."""
+def _refusal_detail(failure: FailureRow | None) -> str | None:
+    refusal = failure.verdict.get("refusal") if failure is not None else None
+    detail = refusal.get("detail") if isinstance(refusal, dict) else None
+    return str(detail) if detail is not None else None
+
+
+def require_session(db: Session, root_id: str, ctx: Context, *, lock: bool) -> SessionRow:
+    """The session (locked for writing when asked), or 404 / 410 when it is unknown or deleted
+    (within the tombstone's retention)."""
     session = repo.lock_session(db, root_id) if lock else repo.get_session(db, root_id)
     if session is None:
-        if repo.get_tombstone(db, root_id) is not None:
-            raise DomainError("session_deleted", f"session {root_id!r} was deleted")
+        refuse_if_deleted(db, root_id, ctx)
         raise DomainError("session_not_found", f"no session {root_id!r}")
     return session
 
@@ -78,7 +87,7 @@ def set_auto_resume(
     db: Session, root_id: str, *, enabled: bool, despite_native: bool, ctx: Context
 ) -> JSON:
     """Arm or disable auto-resume for the session's current failure; repeating changes nothing."""
-    session = require_session(db, root_id, lock=True)
+    session = require_session(db, root_id, ctx, lock=True)
     live = mark_repo.live_mark(db, root_id)
     # Neither arming nor disabling changes these facts: the answer's offer is read from them.
     facts, failure = gate_facts(db, session)
@@ -214,12 +223,21 @@ def settle_marks(
             )
 
 
-def resolve_mark(db: Session, root_id: str, outcome: str, ctx: Context) -> JSON:
-    """Settle an uncertain mark by hand: done, or failed with outcome not_sent. Never re-fires."""
-    require_session(db, root_id, lock=True)
-    mark = mark_repo.latest_mark(db, root_id)
-    if mark is None or mark.id is None:
-        raise DomainError("mark_not_found", f"session {root_id!r} has no auto-resume mark")
+def resolve_mark(
+    db: Session,
+    root_id: str,
+    outcome: str,
+    ctx: Context,
+    *,
+    run_id: str | None = None,
+    attempt: int | None = None,
+) -> JSON:
+    """Settle the session's uncertain mark by hand: done, or failed with outcome not_sent.
+    Never re-fires. A newer mark does not hide it; when several are uncertain, `run_id` and
+    `attempt` say which."""
+    session = require_session(db, root_id, ctx, lock=True)
+    mark = pick_uncertain(mark_repo.list_marks(db, root_id), run_id=run_id, attempt=attempt)
+    assert mark.id is not None
     to_state = "done" if outcome == "done" else "failed"
     moved = mark_repo.move_mark(
         db,
@@ -230,10 +248,8 @@ def resolve_mark(db: Session, root_id: str, outcome: str, ctx: Context) -> JSON:
         outcome=outcome,
         outcome_detail=f"resolved by {ctx.actor}",
     )
-    if moved is None:
-        raise DomainError(
-            "mark_not_uncertain", f"the mark is {mark.state}; only an uncertain mark is resolved"
-        )
+    if moved is None:  # a sweeper's lookup at the host settled it meanwhile
+        raise DomainError("mark_not_uncertain", "the mark was settled meanwhile")
     repo.append_timeline(
         db,
         root_id,
@@ -245,12 +261,53 @@ def resolve_mark(db: Session, root_id: str, outcome: str, ctx: Context) -> JSON:
         mark_id=moved.id,
         detail={"outcome": outcome},
     )
-    return mark_view(db, root_id, ctx)
+    facts, _ = gate_facts(db, session)
+    return _view(db, root_id, moved, facts, ctx)
+
+
+def pick_uncertain(marks: Sequence[MarkRow], *, run_id: str | None, attempt: int | None) -> MarkRow:
+    """The uncertain mark among a session's `marks` (oldest first) that `run_id` and `attempt`
+    name (None: any). 404 mark_not_found when none is named, 409 mark_not_uncertain when the
+    named ones are all settled, 409 mark_ambiguous when several are uncertain."""
+    named = [
+        mark
+        for mark in marks
+        if (run_id is None or mark.run_id == run_id)
+        and (attempt is None or mark.attempt == attempt)
+    ]
+    if not named:
+        which = "" if run_id is None and attempt is None else " for " + _which(run_id, attempt)
+        raise DomainError("mark_not_found", f"the session has no auto-resume mark{which}")
+    uncertain = [mark for mark in named if mark.state == "uncertain"]
+    if len(uncertain) == 1:
+        return uncertain[0]
+    if not uncertain:
+        raise DomainError(
+            "mark_not_uncertain",
+            f"the mark is {named[-1].state}; only an uncertain mark is resolved",
+        )
+    listed = ", ".join(_which(mark.run_id, mark.attempt) for mark in uncertain)
+    raise DomainError(
+        "mark_ambiguous",
+        f"{len(uncertain)} marks are uncertain ({listed}); name run_id and attempt",
+        uncertain=[
+            {"id": mark.id, "run_id": mark.run_id, "attempt": mark.attempt} for mark in uncertain
+        ],
+    )
+
+
+def _which(run_id: str | None, attempt: int | None) -> str:
+    parts = []
+    if run_id is not None:
+        parts.append(f"run {run_id}")
+    if attempt is not None:
+        parts.append(f"attempt {attempt}")
+    return " ".join(parts)
 
 
 def mark_view(db: Session, root_id: str, ctx: Context) -> JSON:
     """The session's mark (live, else the latest), with warnings and whether it can be armed."""
-    session = require_session(db, root_id, lock=False)
+    session = require_session(db, root_id, ctx, lock=False)
     mark = mark_repo.live_mark(db, root_id) or mark_repo.latest_mark(db, root_id)
     facts, _ = gate_facts(db, session)
     return _view(db, root_id, mark, facts, ctx)

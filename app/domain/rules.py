@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
+from app.domain.banners import REFUSAL_DETAILS
 from app.domain.errors import DomainError
 
 FailureKind = Literal[
@@ -41,6 +43,15 @@ OBSERVED_AT_SKEW = timedelta(minutes=5)
 #: the calendar overflow when converted.
 EARLIEST_OBSERVED_AT = datetime(2000, 1, 1, tzinfo=UTC)
 
+#: Arrays and objects nested deeper than this inside a report's events are cut: no CLI event
+#: nests so deep, and every database (and Python's own recursion) has a limit.
+EVENTS_MAX_DEPTH = 64
+#: What a cut array or object is stored as.
+EVENTS_CUT = f"[cut: nested deeper than {EVENTS_MAX_DEPTH} levels]"
+
+#: NaN and the infinities are not JSON (PostgreSQL refuses them): they are stored as strings.
+_NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
@@ -68,6 +79,15 @@ def check_observed_at(observed_at: datetime, received_at: datetime) -> None:
     try:
         observed_utc = observed_at.astimezone(UTC)
     except OverflowError:
+        # Only the ends of the calendar overflow: a negative offset pushes the instant past
+        # year 9999, a positive one before year 1.
+        offset = observed_at.utcoffset()
+        if offset is not None and offset < timedelta(0):
+            raise DomainError(
+                "observed_in_future",
+                f"observed_at {observed_at.isoformat()} is after year 9999, more than 5 minutes "
+                f"after the report arrived ({received_at.isoformat()})",
+            ) from None
         observed_utc = EARLIEST_OBSERVED_AT - timedelta(days=1)
     if observed_utc < EARLIEST_OBSERVED_AT:
         raise DomainError(
@@ -88,15 +108,51 @@ def clean_text(value: str) -> str:
     return _UNSTORABLE.sub("\ufffd", value)
 
 
-def clean_json(value: Any) -> Any:
-    """`clean_text` applied to every string inside a JSON value."""
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, list):
-        return [clean_json(item) for item in value]
-    if isinstance(value, dict):
-        return {clean_text(str(key)): clean_json(item) for key, item in value.items()}
-    return value
+@dataclass(frozen=True, slots=True)
+class CleanJSON:
+    """A JSON value made storable, and what had to change."""
+
+    value: Any
+    #: Arrays or objects nested deeper than the limit were replaced by EVENTS_CUT.
+    cut_too_deep: bool = False
+    #: NaN or an infinity was replaced by its name as a string.
+    had_non_finite: bool = False
+
+
+def clean_json(value: Any, max_depth: int = EVENTS_MAX_DEPTH) -> CleanJSON:
+    """A JSON value every database stores as standard JSON: `clean_text` on every string and
+    key, NaN and the infinities as the strings "NaN", "Infinity" and "-Infinity", and arrays
+    or objects nested more than `max_depth` levels below `value` replaced by EVENTS_CUT.
+
+    Iterative, so that no nesting can exhaust the stack."""
+    cut = non_finite = False
+    root: list[Any] = [None]
+    # (the value to copy, the container its copy goes in, the key there, its depth)
+    pending: list[tuple[Any, Any, Any, int]] = [(value, root, 0, 0)]
+    while pending:
+        item, into, key, depth = pending.pop()
+        if isinstance(item, list | dict) and depth > max_depth:
+            into[key], cut = EVENTS_CUT, True
+        elif isinstance(item, list):
+            copy: list[Any] = [None] * len(item)
+            into[key] = copy
+            for index in range(len(item) - 1, -1, -1):  # popped in order
+                pending.append((item[index], copy, index, depth + 1))
+        elif isinstance(item, dict):
+            mapping: dict[str, Any] = {}
+            into[key] = mapping
+            children = [(clean_text(str(name)), child) for name, child in item.items()]
+            for name, _ in children:
+                mapping[name] = None  # the keys keep their order
+            for name, child in reversed(children):
+                pending.append((child, mapping, name, depth + 1))
+        elif isinstance(item, str):
+            into[key] = clean_text(item)
+        elif isinstance(item, float) and not math.isfinite(item):
+            into[key], non_finite = _NON_FINITE[repr(item)], True
+        else:
+            into[key] = item
+    return CleanJSON(root[0], cut_too_deep=cut, had_non_finite=non_finite)
 
 
 def keep_last_part(message: str, limit: int = MESSAGE_LIMIT_CHARS) -> tuple[str, bool]:
@@ -152,6 +208,7 @@ class GateFacts:
     halted: bool
     reset_at: datetime | None
     refusal_code: str | None
+    refusal_detail: str | None
     native_auto_continue: bool
     attempt_resumed_before: bool
 
@@ -175,15 +232,28 @@ def auto_resume_refusal(facts: GateFacts, *, despite_native: bool) -> DomainErro
         why = "the run was halted" if facts.halted else f"the failure is {facts.failure_kind}"
         return DomainError("not_paused_on_provider_limit", why)
     if facts.reset_at is None:
-        code = facts.refusal_code or "not_stated"
-        return DomainError(
-            "reset_not_stated",
-            "waiting will not help" if code == "no_reset" else "the reset time was not stated",
-            refusal=code,
-        )
+        return reset_not_stated(facts.refusal_code, facts.refusal_detail)
     if facts.native_auto_continue and not despite_native:
         return DomainError(
             "native_auto_continue",
             "the CLI said it continues by itself; send despite_native: true to arm anyway",
         )
     return None
+
+
+def reset_not_stated(refusal_code: str | None, refusal_detail: str | None) -> DomainError:
+    """The refusal of a limit with no usable reset, naming the verdict's refusal and why."""
+    code = refusal_code or "not_stated"
+    what = REFUSAL_DETAILS.get(code, REFUSAL_DETAILS["not_stated"])
+    said = f"{code}: {refusal_detail}" if refusal_detail else code
+    return DomainError("reset_not_stated", f"{what} ({said})", refusal=code)
+
+
+def tombstone_kept(deleted_at: datetime, now: datetime, retention_days: int) -> bool:
+    """A deleted session's tombstone is kept, and refuses its root_id, for `retention_days`."""
+    return now - deleted_at <= timedelta(days=retention_days)
+
+
+def tombstones_expire_before(now: datetime, retention_days: int) -> datetime:
+    """Tombstones of sessions deleted before this instant are past their retention."""
+    return now - timedelta(days=retention_days)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from sqlmodel import Session
 
 from app.domain.context import JSON, Context, iso
@@ -17,6 +15,7 @@ from app.domain.marks import (
     settle_by_later_attempt,
 )
 from app.domain.rules import session_state
+from app.domain.tombstones import kept_tombstone, refuse_if_deleted
 from app.models import AttemptRow, FailureRow, RunRow, SessionRow, TombstoneRow
 from app.repository import marks as mark_repo
 from app.repository import sessions as repo
@@ -28,8 +27,7 @@ def record_attempt(
     """The host says attempt `attempt` of the run started or completed."""
     session = repo.lock_session(db, root_id)
     if session is None:
-        if repo.get_tombstone(db, root_id) is not None:
-            raise DomainError("session_deleted", f"session {root_id!r} was deleted")
+        refuse_if_deleted(db, root_id, ctx)
         session, _ = repo.ensure_session(db, root_id, ctx.now)
     run = repo.get_run(db, root_id, run_id)
     if run is None:
@@ -83,7 +81,7 @@ def _apply_attempt_status(row: AttemptRow, status: str, ctx: Context) -> bool:
 
 def manual_resume(db: Session, root_id: str, run_id: str, ctx: Context) -> JSON:
     """Someone resumed the run by hand: the run is running again and its mark is cleared."""
-    session = require_session(db, root_id, lock=True)
+    session = require_session(db, root_id, ctx, lock=True)
     run = repo.get_run(db, root_id, run_id)
     if run is None:
         raise DomainError("run_not_found", f"session {root_id!r} has no run {run_id!r}")
@@ -101,19 +99,26 @@ def manual_resume(db: Session, root_id: str, run_id: str, ctx: Context) -> JSON:
 
 
 def cancel_session(db: Session, root_id: str, ctx: Context) -> JSON:
-    """Cancel is final and always succeeds; an armed or claimed mark is cleared."""
-    session = require_session(db, root_id, lock=True)
+    """Cancel is final and always succeeds; an armed or claimed mark is cleared. A root_id
+    never seen is created cancelled, so that no report arriving later can arm a mark for it
+    (a deleted one stays deleted: 410 while its tombstone is kept)."""
+    session = repo.lock_session(db, root_id)
+    unseen = session is None
+    if session is None:
+        refuse_if_deleted(db, root_id, ctx)
+        session, _ = repo.ensure_session(db, root_id, ctx.now)
     clear_live_mark(db, root_id, "cancel", ctx)
     if session.cancelled_at is None:
         session.cancelled_at, session.cancelled_by = ctx.now, ctx.actor
         _touch(db, session, ctx)
-        repo.append_timeline(db, root_id, ctx.now, "cancelled", actor=ctx.actor)
+        detail = {"before_any_report": True} if unseen else None
+        repo.append_timeline(db, root_id, ctx.now, "cancelled", actor=ctx.actor, detail=detail)
     return session_view(db, root_id, ctx)
 
 
 def delete_session(db: Session, root_id: str, ctx: Context) -> JSON:
     """Remove a finished or cancelled session, leaving a tombstone; never while sending."""
-    session = require_session(db, root_id, lock=True)
+    session = require_session(db, root_id, ctx, lock=True)
     live = mark_repo.live_mark(db, root_id)
     if live is not None and live.state == "sending":
         raise DomainError("recovery_in_progress", "a resume for this session is being sent")
@@ -148,16 +153,15 @@ def delete_session(db: Session, root_id: str, ctx: Context) -> JSON:
 
 def tombstone_view(db: Session, root_id: str, ctx: Context) -> JSON:
     """A deleted session's tombstone, while within the retention."""
-    row = repo.get_tombstone(db, root_id)
-    retention = timedelta(days=ctx.tombstone_retention_days)
-    if row is None or ctx.now - row.deleted_at > retention:
+    row = kept_tombstone(db, root_id, ctx)
+    if row is None:
         raise DomainError("tombstone_not_found", f"no deleted session {root_id!r} is on record")
     return _tombstone_json(row)
 
 
 def session_view(db: Session, root_id: str, ctx: Context) -> JSON:
     """A session: runs with attempts and failures (with banners), mark, and timeline."""
-    session = require_session(db, root_id, lock=False)
+    session = require_session(db, root_id, ctx, lock=False)
     failures = {(f.run_id, f.attempt): f for f in repo.list_failures(db, root_id)}
     attempts: dict[str, list[JSON]] = {}
     for row in repo.list_attempts(db, root_id):
@@ -223,6 +227,7 @@ def failure_json(failure: FailureRow, ctx: Context) -> JSON:
         "message": failure.message,
         "verdict": failure.verdict,
         "banner": failure_banner(failure, ctx),
+        "warnings": failure.answer.get("warnings", []),
         "reported_by": failure.reported_by,
     }
 

@@ -60,7 +60,8 @@ def wait_for_schema(engine: Any, timeout_s: float | None, stop: threading.Event)
         try:
             migrations.require_current(engine)
         except migrations.SchemaError as error:
-            if migrations.schema_status(engine).is_newer:
+            final = isinstance(error, migrations.ScriptsMissing)
+            if final or migrations.schema_status(engine).is_newer:
                 log_event(logger, "schema_refused", logging.ERROR, reason=str(error))
                 return 2
             reason = str(error)

@@ -35,6 +35,9 @@ class SweeperConfig:
     claims_per_worker: int = 4
     #: Uncertain marks asked about through the host's lookup route per sweep.
     reconcile_batch: int = 20
+    #: Tombstones of sessions deleted this many days ago are purged
+    #: (REWAKE_TOMBSTONE_RETENTION_DAYS).
+    tombstone_retention_days: int = 365
 
     def __post_init__(self) -> None:
         if self.interval_s <= 0 or self.lease_s <= 0 or self.workers < 1:
@@ -58,4 +61,5 @@ class SweeperConfig:
             hold_window_s=float(settings.hold_window_s),
             heartbeat_s=min(20.0, float(settings.sweep_interval_s)),
             jitter_s=min(2.0, float(settings.sweep_interval_s) / 10),
+            tombstone_retention_days=int(settings.tombstone_retention_days),
         )

@@ -101,10 +101,17 @@ class Sweeper:
     # -- the jobs ------------------------------------------------------------------------
 
     def sweep(self, now: datetime) -> None:
-        """The safety net: reap lost leases, expire stale marks, reconcile uncertain ones,
-        and claim whatever is due that the timer has not."""
+        """The safety net: reap lost leases, expire stale marks, purge old tombstones,
+        reconcile uncertain ones, and claim whatever is due that the timer has not."""
         with self.metrics.sweep_duration.time():
-            done = step.housekeeping(self.database, now, expire_after_s=self.config.expire_after_s)
+            done = step.housekeeping(
+                self.database,
+                now,
+                expire_after_s=self.config.expire_after_s,
+                tombstone_retention_days=self.config.tombstone_retention_days,
+            )
+            if done.purged_tombstones:
+                log_event(logger, "tombstones_purged", count=done.purged_tombstones)
             self.metrics.reaped.labels("armed").inc(len(done.rearmed))
             self.metrics.reaped.labels("uncertain").inc(len(done.uncertain))
             self.metrics.expired.inc(len(done.expired))

@@ -16,6 +16,7 @@ from sqlmodel import Session
 
 from app.db import Database
 from app.domain.context import iso
+from app.domain.tombstones import purge_expired
 from app.executors.base import Delivery, Executor, Lookup, Outcome
 from app.marks import (
     SendResult,
@@ -104,17 +105,22 @@ class Housekeeping:
     rearmed: list[MarkRow]
     uncertain: list[MarkRow]
     expired: list[MarkRow]
+    purged_tombstones: int = 0
 
 
-def housekeeping(database: Database, now: datetime, *, expire_after_s: float) -> Housekeeping:
-    """Reap expired leases (claimed -> armed, sending -> uncertain) and expire marks still armed
-    `expire_after_s` past their due time (a resume that late is not sent)."""
+def housekeeping(
+    database: Database, now: datetime, *, expire_after_s: float, tombstone_retention_days: int
+) -> Housekeeping:
+    """Reap expired leases (claimed -> armed, sending -> uncertain), expire marks still armed
+    `expire_after_s` past their due time (a resume that late is not sent), and purge the
+    tombstones past their retention (their root_ids may start new sessions)."""
     with database.writer() as db, db.begin():
         reaped = reap_expired_leases(db, now)
         expired = queries.expire_armed_before(db, now - timedelta(seconds=expire_after_s), now)
         for row in expired:
             _timeline(db, row, now, "mark_expired", "sweeper", due_at=iso(row.due_at))
-    return Housekeeping(reaped.rearmed, reaped.uncertain, expired)
+        purged = purge_expired(db, now, tombstone_retention_days)
+    return Housekeeping(reaped.rearmed, reaped.uncertain, expired, purged)
 
 
 def claim(

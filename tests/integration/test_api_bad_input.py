@@ -7,7 +7,10 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import QUOTA, failure, runs_url
+from conftest import QUOTA, Api, failure, runs_url
+from sqlalchemy import text
+
+from app.domain.rules import EVENTS_CUT, EVENTS_MAX_DEPTH
 
 
 def assert_problem(answer: httpx.Response, status: int, code: str) -> None:
@@ -54,16 +57,11 @@ def test_malformed_bodies_are_422(http: httpx.Client, root_id: str, content: byt
         {"message": None},
         {"observed_at": "yesterday"},
         {"observed_at": 12.5e30},
-        {"halted": "yes"},
-        {"provider": "copilot"},
-        {"failure_kind": "bored"},
-        {"capture": "memory"},
-        {"zone": "x" * 65},
-        {"events": {"not": "a list"}},
+        {"observed_at": None},
     ],
 )
 def test_wrong_types_are_422(http: httpx.Client, root_id: str, change: dict[str, Any]) -> None:
-    """A field of the wrong type or outside its values is 422 invalid_request."""
+    """A required field (attempt, message, observed_at) of the wrong type is 422."""
     assert_problem(http.post(runs_url(root_id), json=failure() | change), 422, "invalid_request")
 
 
@@ -77,6 +75,63 @@ def test_extreme_instants_are_refused_or_stored(
     """Instants at the ends of the calendar are refused with 422 or stored, never a 5xx."""
     answer = http.post(runs_url(root_id), json=failure(observed_at=observed_at))
     assert answer.status_code in (201, 422), answer.text
+
+
+def test_far_future_observed_at_is_observed_in_future(http: httpx.Client, root_id: str) -> None:
+    """An observed_at past year 9999 in UTC is 422 observed_in_future, not "before 2000"."""
+    answer = http.post(runs_url(root_id), json=failure(observed_at="9999-12-31T23:59:59-14:00"))
+    assert_problem(answer, 422, "observed_in_future")
+    assert "after year 9999" in answer.json()["detail"]
+
+
+def stored_events(api: Api, root_id: str) -> str:
+    """The events column of the root's failure as the database holds it, as text."""
+    with api.database.reader() as db:
+        query = text("SELECT CAST(events AS TEXT) FROM failures WHERE root_id = :root_id")
+        stored: str = db.execute(query, {"root_id": root_id}).scalar_one()
+    return stored
+
+
+def reject_constant(name: str) -> None:
+    raise AssertionError(f"{name} is not standard JSON")
+
+
+@pytest.mark.parametrize("depth", [500, 5_000, 200_000])
+def test_absurdly_nested_events_are_cut_and_the_report_kept(
+    api: Api, http: httpx.Client, root_id: str, depth: int
+) -> None:
+    """Events nested any depth are stored cut at 64 levels, flagged, never a 5xx."""
+    head = json.dumps(failure())[:-1]
+    content = f'{head}, "events": [{"[" * depth}{"]" * depth}]}}'.encode()
+    headers = {"content-type": "application/json"}
+    answer = http.post(runs_url(root_id), content=content, headers=headers)
+    assert answer.status_code == 201, answer.text
+    assert answer.json()["verdict"]["reset_at"] == "2026-11-30T16:40:00Z"
+    assert {"field": "events", "code": "too_deep"}.items() <= answer.json()["warnings"][0].items()
+    nested, levels = json.loads(stored_events(api, root_id)), 0
+    while isinstance(nested, list):
+        nested, levels = nested[0], levels + 1
+    assert (nested, levels) == (EVENTS_CUT, EVENTS_MAX_DEPTH + 1)
+    again = http.post(runs_url(root_id), content=content, headers=headers)
+    assert (again.status_code, again.json()) == (200, answer.json())
+
+
+def test_non_finite_numbers_in_events_are_stored_as_strings(
+    api: Api, http: httpx.Client, root_id: str
+) -> None:
+    """NaN, Infinity, -Infinity and 1e400 in events are stored as strings, the report kept."""
+    head = json.dumps(failure())[:-1]
+    events = '[{"a": NaN, "b": Infinity, "c": -Infinity, "d": 1e400, "e": 1.5}]'
+    content = f'{head}, "events": {events}}}'.encode()
+    answer = http.post(
+        runs_url(root_id), content=content, headers={"content-type": "application/json"}
+    )
+    assert answer.status_code == 201, answer.text
+    assert [(w["field"], w["code"]) for w in answer.json()["warnings"]] == [
+        ("events", "non_finite")
+    ]
+    stored = json.loads(stored_events(api, root_id), parse_constant=reject_constant)
+    assert stored == [{"a": "NaN", "b": "Infinity", "c": "-Infinity", "d": "Infinity", "e": 1.5}]
 
 
 @pytest.mark.parametrize("zone", ["Mars/Olympus", "Etc/Unknown", "../../etc/passwd", "", "UTC\x00"])

@@ -13,6 +13,7 @@ from conftest import (
     NOT_STATED,
     PASSED,
     QUOTA_LATER,
+    STALE,
     Api,
     failure,
     runs_url,
@@ -109,11 +110,38 @@ def test_gate_refuses_with_its_code(
     assert http.get(mark_url(root_id)).json()["offer"]["code"] == code
 
 
-def test_no_reset_refusal_names_its_verdict_code(http: httpx.Client, root_id: str) -> None:
-    """A limit waiting will not help with is refused with the verdict's refusal code shown."""
-    http.post(runs_url(root_id), json=failure(message=NO_RESET))
+@pytest.mark.parametrize(
+    ("body", "refusal", "says"),
+    [
+        (failure(message=NO_RESET), "no_reset", "waiting will not help"),
+        (failure(message=NOT_STATED), "not_stated", "the reset time was not stated"),
+        (failure(message=STALE), "stale", "the stated reset has already passed"),
+        (
+            failure(message="You've hit your session limit · resets 5:40pm", zone=None),
+            "zone_unknown",
+            "the reset time needs the host's time zone, which is unknown",
+        ),
+    ],
+)
+def test_reset_not_stated_names_the_verdicts_refusal(
+    http: httpx.Client, root_id: str, body: dict[str, object], refusal: str, says: str
+) -> None:
+    """reset_not_stated's detail (409 and offer) names the verdict's refusal code and detail."""
+    stored = http.post(runs_url(root_id), json=body).json()
+    verdict_detail = stored["verdict"]["refusal"]["detail"]
+    expected = f"{says} ({refusal}: {verdict_detail})"
+    assert stored["auto_resume"] == {
+        "available": False,
+        "code": "reset_not_stated",
+        "detail": expected,
+    }
     problem = arm(http, root_id).json()
-    assert (problem["refusal"], problem["detail"]) == ("no_reset", "waiting will not help")
+    assert (problem["code"], problem["refusal"], problem["detail"]) == (
+        "reset_not_stated",
+        refusal,
+        expected,
+    )
+    assert http.get(mark_url(root_id)).json()["offer"]["detail"] == expected
 
 
 def test_despite_native_arms_anyway(http: httpx.Client, root_id: str) -> None:
@@ -239,3 +267,49 @@ def test_mark_of_unknown_session_is_404(http: httpx.Client, root_id: str) -> Non
     assert arm(http, root_id).json()["code"] == "session_not_found"
     resolve = http.post(f"{mark_url(root_id)}/resolve", json={"outcome": "done"})
     assert resolve.status_code == 404
+
+
+def uncertain_marks_of_two_runs(api: Api, http: httpx.Client, root_id: str, both: bool) -> None:
+    """r1's mark left uncertain, then r2 (observed later) armed, and uncertain too if `both`."""
+    http.post(runs_url(root_id), json=failure())
+    arm(http, root_id)
+    drive(api, root_id, "uncertain")
+    later = failure(observed_at="2026-11-30T14:05:30+01:00")
+    assert http.post(runs_url(root_id, "r2"), json=later).json()["current"]
+    assert arm(http, root_id).json()["run_id"] == "r2"
+    if both:
+        drive(api, root_id, "uncertain")
+
+
+def test_resolve_settles_the_uncertain_mark_behind_a_newer_one(
+    api: Api, http: httpx.Client, root_id: str
+) -> None:
+    """The resolve route settles the uncertain mark even when a newer mark is the latest."""
+    uncertain_marks_of_two_runs(api, http, root_id, both=False)
+    resolved = http.post(f"{mark_url(root_id)}/resolve", json={"outcome": "not_sent"})
+    assert resolved.status_code == 200, resolved.text
+    body = resolved.json()
+    assert (body["run_id"], body["state"], body["outcome"]) == ("r1", "failed", "not_sent")
+    current = http.get(mark_url(root_id)).json()
+    assert (current["run_id"], current["state"]) == ("r2", "armed")
+
+
+def test_resolve_names_the_mark_when_several_are_uncertain(
+    api: Api, http: httpx.Client, root_id: str
+) -> None:
+    """With two uncertain marks the route asks which (409 mark_ambiguous); run_id and attempt
+    pick one, and the other is then the only one left."""
+    uncertain_marks_of_two_runs(api, http, root_id, both=True)
+    url = f"{mark_url(root_id)}/resolve"
+    ambiguous = http.post(url, json={"outcome": "done"})
+    assert (ambiguous.status_code, ambiguous.json()["code"]) == (409, "mark_ambiguous")
+    listed = ambiguous.json()["uncertain"]
+    assert [(mark["run_id"], mark["attempt"]) for mark in listed] == [("r1", 1), ("r2", 1)]
+    second = http.post(url, json={"outcome": "done", "run_id": "r2", "attempt": 1}).json()
+    assert (second["run_id"], second["state"]) == ("r2", "done")
+    unknown = http.post(url, json={"outcome": "done", "run_id": "r3"})
+    assert (unknown.status_code, unknown.json()["code"]) == (404, "mark_not_found")
+    settled = http.post(url, json={"outcome": "done", "run_id": "r2"})
+    assert (settled.status_code, settled.json()["code"]) == (409, "mark_not_uncertain")
+    first = http.post(url, json={"outcome": "done"}).json()
+    assert (first["run_id"], first["state"]) == ("r1", "done")

@@ -7,6 +7,8 @@ import pytest
 from conftest import NOT_STATED, QUOTA_LATER, Api, failure, runs_url
 from test_api_marks import arm, drive, mark_url
 
+from app.domain.context import iso
+
 
 def session_url(root_id: str) -> str:
     return f"/api/agent/runs/{root_id}"
@@ -138,13 +140,50 @@ def test_session_view_has_runs_failures_mark_and_timeline(http: httpx.Client, ro
 
 
 def test_unknown_session_is_404(http: httpx.Client, root_id: str) -> None:
-    """GET, cancel and delete of a root_id never seen are 404 session_not_found."""
-    for answer in (
+    """GET and delete of a root_id never seen are 404 session_not_found."""
+    for answer in (http.get(session_url(root_id)), http.delete(session_url(root_id))):
+        assert (answer.status_code, answer.json()["code"]) == (404, "session_not_found")
+
+
+def test_cancel_of_an_unseen_session_creates_it_cancelled(http: httpx.Client, root_id: str) -> None:
+    """Cancel before any report succeeds, and a late limit report can then never arm a mark."""
+    answer = http.post(f"{session_url(root_id)}/cancel")
+    assert answer.status_code == 200, answer.text
+    view = answer.json()
+    assert (view["state"], view["cancelled_by"], view["runs"]) == ("cancelled", "alice", [])
+    [entry] = view["timeline"]
+    assert (entry["event"], entry["detail"]) == ("cancelled", {"before_any_report": True})
+    late = http.post(runs_url(root_id), json=failure())
+    assert late.status_code == 201, late.text
+    assert late.json()["auto_resume"]["code"] == "session_cancelled"
+    refused = arm(http, root_id)
+    assert (refused.status_code, refused.json()["code"]) == (409, "session_cancelled")
+    after = http.get(session_url(root_id)).json()
+    assert (after["state"], after["mark"]["state"]) == ("cancelled", None)
+
+
+def test_after_the_retention_a_deleted_root_starts_afresh(
+    api: Api, http: httpx.Client, root_id: str
+) -> None:
+    """A deleted root refuses reports (410) while its tombstone is kept, then starts anew."""
+    http.post(runs_url(root_id), json=failure())
+    http.post(f"{session_url(root_id)}/cancel")
+    assert http.delete(session_url(root_id)).status_code == 200
+    api.clock.advance(days=365)
+    for refused in (
+        http.post(runs_url(root_id), json=failure(observed_at=api.clock.now.isoformat())),
+        http.post(runs_url(root_id, what="attempts"), json={"attempt": 1, "status": "started"}),
         http.get(session_url(root_id)),
         http.post(f"{session_url(root_id)}/cancel"),
-        http.delete(session_url(root_id)),
     ):
-        assert (answer.status_code, answer.json()["code"]) == (404, "session_not_found")
+        assert (refused.status_code, refused.json()["code"]) == (410, "session_deleted")
+    api.clock.advance(seconds=1)
+    report = http.post(runs_url(root_id), json=failure(observed_at=api.clock.now.isoformat()))
+    assert report.status_code == 201, report.text
+    view = http.get(session_url(root_id)).json()
+    assert (view["state"], view["created_at"]) == ("paused", iso(api.clock.now))
+    assert [entry["event"] for entry in view["timeline"]] == ["failure_reported"]
+    assert arm(http, root_id).json()["state"] == "armed"
 
 
 def test_list_filters_and_pages(http: httpx.Client, root_id: str) -> None:

@@ -21,7 +21,9 @@ from app.db import Database
 from app.domain.failures import FailureReport, report_failure
 from app.executors.base import Outcome
 from app.executors.log import LogExecutor
-from app.models import SweeperHeartbeatRow, TimelineRow
+from app.models import SweeperHeartbeatRow, TimelineRow, TombstoneRow
+from app.repository import sessions as repo
+from app.settings import Settings
 from app.sweeper import step
 from app.sweeper.config import SweeperConfig
 from app.sweeper.metrics import SweeperMetrics
@@ -127,6 +129,27 @@ def _run_sweep(url: str, *args: str, **settings: object) -> subprocess.Completed
         [sys.executable, "-m", "app.sweeper", *args], env=rewake_env(url, **settings),
         cwd=str(REPO), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
+
+
+def test_sweep_purges_tombstones_past_their_retention(database: Database) -> None:
+    """A sweep deletes tombstones older than REWAKE_TOMBSTONE_RETENTION_DAYS, keeps younger."""
+    prefix = f"rt-{uuid.uuid4().hex[:6]}"
+    now = datetime.now(UTC)
+    ages = {f"{prefix}-old": timedelta(days=30, seconds=1), f"{prefix}-young": timedelta(days=29)}
+    with database.writer() as db, db.begin():
+        for root_id, age in ages.items():
+            row = TombstoneRow(root_id=root_id, deleted_at=now - age, deleted_by="t", summary={})
+            repo.put_tombstone(db, row)
+    settings = Settings(database_url="sqlite://", tombstone_retention_days=30)
+    assert SweeperConfig.from_settings(settings).tombstone_retention_days == 30
+    sweeper = make_sweeper(database, pacing=PacingRules(100, 0), tombstone_retention_days=30)
+    try:
+        sweeper.sweep(now)
+    finally:
+        sweeper.stop()
+    with database.reader() as db:
+        kept = {root_id for root_id in ages if repo.get_tombstone(db, root_id) is not None}
+    assert kept == {f"{prefix}-young"}
 
 
 def test_sweep_waits_for_schema_then_gives_up(tmp_path: Path) -> None:

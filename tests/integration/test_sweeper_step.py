@@ -173,7 +173,7 @@ def test_housekeeping_reaps_and_expires(database: Database, prefix: str) -> None
         assert mark_sending(db, sending_id, mine[sending_id].attempt_key, now, 1) is not None
     step.release(database, now, [mine[marks[roots[2]].id]])
     later = now + timedelta(seconds=5)
-    done = step.housekeeping(database, later, expire_after_s=3600)
+    done = step.housekeeping(database, later, expire_after_s=3600, tombstone_retention_days=365)
     assert marks[roots[0]].id in {m.id for m in done.rearmed}
     assert sending_id in {m.id for m in done.uncertain}
     assert marks[roots[2]].id in {m.id for m in done.expired}
@@ -206,7 +206,9 @@ def test_uncertain_is_reconciled_through_the_lookup(database: Database, prefix: 
         )
         seen = next(d for d in started.deliveries if d.root_id == roots[0])
         assert executor.deliver(seen).state == "done"  # delivered, but the outcome was lost
-        step.housekeeping(database, now + timedelta(seconds=2), expire_after_s=3600)
+        step.housekeeping(
+            database, now + timedelta(seconds=2), expire_after_s=3600, tombstone_retention_days=365
+        )
         step.reconcile_uncertain(database, now + timedelta(seconds=3), executor, limit=500)
         executor.close()
         assert len(host.calls()) == 1
@@ -241,7 +243,12 @@ def test_outcomes_recorded_together_each_fenced_by_its_key(database: Database, p
         from app.marks import mark_sending_many
 
         assert mark_sending_many(db, [(first.mark_id, second.attempt_key)], now, LEASE) == []
-    step.housekeeping(database, now + timedelta(seconds=LEASE + 1), expire_after_s=3600)
+    step.housekeeping(
+        database,
+        now + timedelta(seconds=LEASE + 1),
+        expire_after_s=3600,
+        tombstone_retention_days=365,
+    )
     later = now + timedelta(seconds=LEASE + 2)
     rows = step.finish_many(
         database, later,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -9,7 +10,10 @@ import pytest
 
 from app.domain.errors import DomainError
 from app.domain.rules import (
+    EVENTS_CUT,
+    EVENTS_MAX_DEPTH,
     MESSAGE_LIMIT_CHARS,
+    CleanJSON,
     FailurePoint,
     GateFacts,
     auto_resume_refusal,
@@ -21,6 +25,8 @@ from app.domain.rules import (
     is_newer,
     keep_last_part,
     session_state,
+    tombstone_kept,
+    tombstones_expire_before,
 )
 
 NOW = datetime(2026, 11, 30, 13, 6, tzinfo=UTC)
@@ -32,6 +38,7 @@ PAUSED = GateFacts(
     halted=False,
     reset_at=datetime(2026, 11, 30, 16, 40, tzinfo=UTC),
     refusal_code=None,
+    refusal_detail=None,
     native_auto_continue=False,
     attempt_resumed_before=False,
 )
@@ -139,4 +146,51 @@ def test_long_text_keeps_its_end() -> None:
 def test_unstorable_characters_are_replaced() -> None:
     """NUL and lone surrogates (which PostgreSQL and UTF-8 refuse) become U+FFFD, anywhere."""
     assert clean_text("a\x00b\ud800c") == "a\ufffdb\ufffdc"
-    assert clean_json({"k\x00": ["\ud800", 1, None]}) == {"k\ufffd": ["\ufffd", 1, None]}
+    assert clean_json({"k\x00": ["\ud800", 1, None]}).value == {"k\ufffd": ["\ufffd", 1, None]}
+
+
+def test_clean_json_cuts_any_nesting_without_recursing() -> None:
+    """Arrays nested 100,000 deep are cut below EVENTS_MAX_DEPTH levels, flagged, no
+    RecursionError; shallower values are kept whole."""
+    deep: list[object] = []
+    for _ in range(100_000):
+        deep = [deep]
+    cleaned = clean_json(deep)
+    assert cleaned.cut_too_deep and not cleaned.had_non_finite
+    nested, levels = cleaned.value, 0
+    while isinstance(nested, list):
+        nested, levels = nested[0], levels + 1
+    assert (nested, levels) == (EVENTS_CUT, EVENTS_MAX_DEPTH + 1)
+    shallow = [{"a": [1, {"b": "c"}], "d": None}, "e"]
+    assert clean_json(shallow) == CleanJSON(shallow)
+
+
+def test_clean_json_names_non_finite_numbers() -> None:
+    """NaN and the infinities, which are not JSON, become their names as strings."""
+    cleaned = clean_json([math.nan, math.inf, -math.inf, {"x": 1e400}, 2.5])
+    assert cleaned.value == ["NaN", "Infinity", "-Infinity", {"x": "Infinity"}, 2.5]
+    assert cleaned.had_non_finite and not cleaned.cut_too_deep
+
+
+def test_observed_at_past_year_9999_is_in_the_future() -> None:
+    """An instant that overflows past year 9999 when put in UTC (a negative offset on the last
+    day) is observed_in_future, not "before 2000"."""
+    with pytest.raises(DomainError) as refused:
+        check_observed_at(datetime.fromisoformat("9999-12-31T23:59:59-14:00"), NOW)
+    assert refused.value.code == "observed_in_future"
+
+
+def test_reset_not_stated_names_the_refusal() -> None:
+    """The refusal's detail says what the verdict's refusal code means, the code and its detail."""
+    facts = replace(PAUSED, reset_at=None, refusal_code="stale", refusal_detail="13:00 passed")
+    refusal = auto_resume_refusal(facts, despite_native=False)
+    assert refusal is not None and refusal.extra == {"refusal": "stale"}
+    assert refusal.detail == "the stated reset has already passed (stale: 13:00 passed)"
+
+
+def test_tombstones_are_kept_for_their_retention() -> None:
+    """A tombstone is kept for exactly its retention; older ones are past it."""
+    deleted = NOW - timedelta(days=30)
+    assert tombstone_kept(deleted, NOW, 30)
+    assert not tombstone_kept(deleted - timedelta(microseconds=1), NOW, 30)
+    assert tombstones_expire_before(NOW, 30) == deleted

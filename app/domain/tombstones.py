@@ -1,0 +1,33 @@
+"""Tombstones of deleted sessions: kept, shown and refusing their root_id for the retention
+(REWAKE_TOMBSTONE_RETENTION_DAYS), then purged; after that the root_id starts afresh."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlmodel import Session
+
+from app.domain.context import Context
+from app.domain.errors import DomainError
+from app.domain.rules import tombstone_kept, tombstones_expire_before
+from app.models import TombstoneRow
+from app.repository import sessions as repo
+
+
+def kept_tombstone(db: Session, root_id: str, ctx: Context) -> TombstoneRow | None:
+    """The root_id's tombstone while within the retention; None before a delete or after it."""
+    row = repo.get_tombstone(db, root_id)
+    if row is None or not tombstone_kept(row.deleted_at, ctx.now, ctx.tombstone_retention_days):
+        return None
+    return row
+
+
+def refuse_if_deleted(db: Session, root_id: str, ctx: Context) -> None:
+    """410 session_deleted while the root_id's tombstone is kept."""
+    if kept_tombstone(db, root_id, ctx) is not None:
+        raise DomainError("session_deleted", f"session {root_id!r} was deleted")
+
+
+def purge_expired(db: Session, now: datetime, retention_days: int) -> int:
+    """Delete the tombstones past their retention at `now`; how many there were."""
+    return repo.purge_tombstones(db, tombstones_expire_before(now, retention_days))

@@ -1,0 +1,103 @@
+"""rewake installed from its wheel (`pip install .`), not from the source tree: it must carry
+its migration scripts, and refuse to serve when they are missing."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from alembic.script import ScriptDirectory
+
+import alembic
+from app import migrations
+
+ROOT = Path(__file__).resolve().parents[2]
+#: What a wheel is built from; everything else in the checkout stays out of the copy.
+SOURCES = ("pyproject.toml", "README.md", "alembic.ini", "alembic", "app", "parsers")
+TABLES = {"sessions", "runs", "attempts", "failures", "marks", "tombstones", "timeline"}
+
+pytestmark = pytest.mark.slow
+
+
+def run(*argv: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
+    done = subprocess.run(
+        [str(arg) for arg in argv], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, f"{argv}: {done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh virtualenv holding rewake's wheel, its dependencies taken from this one."""
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "source"
+    source.mkdir()
+    for name in SOURCES:
+        if (ROOT / name).is_dir():
+            shutil.copytree(
+                ROOT / name, source / name, ignore=shutil.ignore_patterns("__pycache__")
+            )
+        else:
+            shutil.copy2(ROOT / name, source / name)
+    run(sys.executable, "-m", "pip", "wheel", source, "--no-deps", "-q", "-w", work / "dist",
+        cwd=work)  # fmt: skip
+    [wheel] = (work / "dist").glob("rewake-*.whl")
+    venv = work / "venv"
+    run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=work)
+    python = venv / "bin" / "python"
+    where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    purelib = Path(run(python, "-c", where, cwd=work).strip())
+    # Plain paths, so that the .pth files there (an editable rewake's finder) are not run.
+    ours = {sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]}
+    (purelib / "dependencies.pth").write_text("\n".join(sorted(ours)) + "\n")
+    # As after `pip install .` with its dependencies, the alembic library sits beside `app`:
+    # a rewake that looked for its scripts in `../alembic` found the library and no revision.
+    (purelib / "alembic").symlink_to(Path(alembic.__file__).parent, target_is_directory=True)
+    run(sys.executable, "-m", "pip", "--python", python, "install", "--no-deps", "--no-index",
+        "-q", wheel, cwd=work)  # fmt: skip
+    yield venv
+
+
+def rewake_env(database: Path) -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("REWAKE_")}
+    env.pop("PYTHONPATH", None)
+    return env | {"REWAKE_DATABASE_URL": f"sqlite:///{database}"}
+
+
+def test_installed_wheel_migrates_an_empty_database(installed: Path, tmp_path: Path) -> None:
+    """`rewake migrate` from a wheel install finds its packaged scripts and creates the tables."""
+    where = "from app import migrations; print(migrations.script_location())"
+    found = run(installed / "bin" / "python", "-c", where, cwd=tmp_path)
+    assert Path(found.strip()).is_relative_to(installed), found
+    database = tmp_path / "rewake.db"
+    run(installed / "bin" / "rewake", "migrate", cwd=tmp_path, env=rewake_env(database))
+    with sqlite3.connect(database) as connection:
+        tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+        [(revision,)] = connection.execute("SELECT version_num FROM alembic_version")
+    assert tables >= TABLES
+    assert revision == ScriptDirectory.from_config(migrations.alembic_config()).get_current_head()
+
+
+def test_install_without_scripts_refuses_to_serve(installed: Path, tmp_path: Path) -> None:
+    """With its migration scripts gone, an install exits 2 from serve and migrate, saying so."""
+    scripts = next((installed / "lib").glob("python3*/site-packages")) / "app" / "migration_scripts"
+    scripts.rename(scripts.with_name("moved_away"))
+    env = rewake_env(tmp_path / "rewake.db")
+    try:
+        for argv in (["serve", "--port", "0", "--no-sweeper"], ["migrate"]):
+            done = subprocess.run(
+                [str(installed / "bin" / "rewake"), *argv],
+                cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert done.returncode == 2, (argv, done.stdout, done.stderr)
+            assert "no migration scripts" in done.stderr, (argv, done.stderr)
+    finally:
+        scripts.with_name("moved_away").rename(scripts)
