@@ -4,6 +4,7 @@ seed many marks in bulk, read mark states back, and run rewake processes."""
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -175,3 +176,11 @@ def count_in_states(database: Database, states: Sequence[str]) -> int:
     stmt = select(func.count()).where(MarkRow.state.in_(states))  # type: ignore[attr-defined]
     with database.reader() as db:
         return int(db.scalar(stmt) or 0)
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port

@@ -5,7 +5,6 @@ exactly once, signed, within about a second of its due time; every clearing reas
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -28,7 +27,7 @@ from render import (
     gemini_capacity_reset_after,
     gemini_usage_dialog,
 )
-from sweeper_support import REPO, rewake_env, start_sweeper, stop_all, wait_until
+from sweeper_support import REPO, free_port, rewake_env, start_sweeper, stop_all, wait_until
 
 DELAY_S = 2
 SECRET = "e2e-webhook-secret-0123456789"
@@ -36,13 +35,6 @@ TOKEN = "e2e-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 #: The bound on lateness this proof allows: the timer aims well under a second.
 FIRE_BOUND_S = 1.5
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 @dataclass

@@ -20,6 +20,7 @@ from conftest import fresh_postgres_schema
 from hosts.example_host import ExampleHost
 from sweeper_support import (
     REPO,
+    free_port,
     marks_by_root,
     rewake_env,
     seed_marks,
@@ -27,7 +28,6 @@ from sweeper_support import (
     sweepers,
     wait_until,
 )
-from test_sweeper_e2e import free_port
 
 from app.db import Database
 from app.models import LIVE_STATES

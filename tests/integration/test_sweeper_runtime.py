@@ -14,7 +14,16 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import select, text
-from sweeper_support import REPO, arm, context, marks_by_root, rewake_env, seed_marks, wait_until
+from sweeper_support import (
+    REPO,
+    arm,
+    context,
+    free_port,
+    marks_by_root,
+    rewake_env,
+    seed_marks,
+    wait_until,
+)
 
 from app import migrations
 from app.db import Database
@@ -200,7 +209,6 @@ def test_serve_runs_a_sweeper_in_process(tmp_path: Path) -> None:
     """`rewake serve` fires marks by itself: the mark ends logged, /readyz sees the sweeper,
     and the sweeper's metrics are on the API's /metrics."""
     import httpx
-    from test_sweeper_e2e import free_port
 
     port = free_port()
     url = f"sqlite:///{tmp_path / 'serve.db'}"
