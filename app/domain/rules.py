@@ -6,7 +6,7 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from app.domain.banners import REFUSAL_DETAILS
 from app.domain.errors import DomainError
@@ -21,16 +21,7 @@ FailureKind = Literal[
     "host_failure",
     "execution_failure",
 ]
-FAILURE_KINDS: tuple[FailureKind, ...] = (
-    "provider_quota",
-    "login_required",
-    "runtime_limit",
-    "conversation_missing",
-    "missing_outcome",
-    "interrupted_start",
-    "host_failure",
-    "execution_failure",
-)
+FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 
 #: Characters of CLI output kept per failure; longer text keeps its last part (the banner
 #: that stopped the run is at the end) and is flagged `truncated`.
