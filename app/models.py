@@ -59,6 +59,9 @@ class SessionRow(SQLModel, table=True):
     updated_at: datetime = _instant()
     cancelled_at: datetime | None = _instant(nullable=True)
     cancelled_by: str | None = _short()
+    #: When the session's host last sent anything for it (a failure, an attempt, a manual
+    #: resume); None before revision 0003. REWAKE_MARK_HOST_UNSEEN_S reads it.
+    host_seen_at: datetime | None = _instant(nullable=True)
 
 
 class RunRow(SQLModel, table=True):

@@ -46,6 +46,9 @@ class Settings(BaseSettings):
     account_max_in_flight: int = Field(default=2, ge=1)
     account_stagger_s: float = Field(default=2.0, ge=0)
     mark_expire_after_s: float = Field(default=6 * 3600, gt=0)
+    #: Expire an armed mark instead of firing it when its session's host was last seen longer
+    #: ago than this; None (the default) turns the rule off.
+    mark_host_unseen_s: float | None = Field(default=None, gt=0)
     hold_window_s: float = Field(default=600, ge=0)
     webhook_lookup_url: str | None = None
     webhook_timeout_s: float = Field(default=30, gt=0)

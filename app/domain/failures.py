@@ -129,6 +129,7 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
     if session is None:
         refuse_if_deleted(db, report.root_id, ctx)
         session, _ = repo.ensure_session(db, report.root_id, ctx.now)
+    repo.note_host_seen(session, ctx.now)
     stored = repo.stored_answer(db, report.root_id, report.run_id, report.attempt)
     if stored is not None:
         if stored[0] == read.fingerprint:

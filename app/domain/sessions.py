@@ -29,6 +29,7 @@ def record_attempt(
     if session is None:
         refuse_if_deleted(db, root_id, ctx)
         session, _ = repo.ensure_session(db, root_id, ctx.now)
+    repo.note_host_seen(session, ctx.now)
     run = repo.get_run(db, root_id, run_id)
     if run is None:
         run = RunRow(
@@ -82,6 +83,7 @@ def _apply_attempt_status(row: AttemptRow, status: str, ctx: Context) -> bool:
 def manual_resume(db: Session, root_id: str, run_id: str, ctx: Context) -> JSON:
     """Someone resumed the run by hand: the run is running again and its mark is cleared."""
     session = require_session(db, root_id, ctx, lock=True)
+    repo.note_host_seen(session, ctx.now)
     run = repo.get_run(db, root_id, run_id)
     if run is None:
         raise DomainError("run_not_found", f"session {root_id!r} has no run {run_id!r}")

@@ -56,6 +56,12 @@ def ensure_session(db: Session, root_id: str, now: datetime) -> tuple[SessionRow
     return row, created
 
 
+def note_host_seen(session: SessionRow, now: datetime) -> None:
+    """The session's host sent something for it at `now` (it only ever moves later)."""
+    if session.host_seen_at is None or session.host_seen_at < now:
+        session.host_seen_at = now
+
+
 def get_session(db: Session, root_id: str) -> SessionRow | None:
     return db.get(SessionRow, root_id)
 

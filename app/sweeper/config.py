@@ -22,6 +22,9 @@ class SweeperConfig:
     pacing: PacingRules = field(default_factory=PacingRules)
     #: A mark still armed this long after its due_at is expired instead of sent.
     expire_after_s: float = 6 * 3600.0
+    #: A mark whose session's host was last seen longer ago than this is expired instead of
+    #: sent (REWAKE_MARK_HOST_UNSEEN_S); None: off.
+    host_unseen_s: float | None = None
     #: A resumed attempt reporting a new limit within this long holds its account's marks.
     hold_window_s: float = 600.0
     heartbeat_s: float = 20.0
@@ -42,6 +45,8 @@ class SweeperConfig:
     def __post_init__(self) -> None:
         if self.interval_s <= 0 or self.lease_s <= 0 or self.workers < 1:
             raise ValueError("interval_s and lease_s must be positive, workers at least 1")
+        if self.host_unseen_s is not None and self.host_unseen_s <= 0:
+            raise ValueError("host_unseen_s must be positive (or None: off)")
 
     @classmethod
     def from_settings(cls, settings: Any) -> SweeperConfig:
@@ -58,6 +63,9 @@ class SweeperConfig:
                 stagger_s=float(settings.account_stagger_s),
             ),
             expire_after_s=float(settings.mark_expire_after_s),
+            host_unseen_s=(
+                None if settings.mark_host_unseen_s is None else float(settings.mark_host_unseen_s)
+            ),
             hold_window_s=float(settings.hold_window_s),
             heartbeat_s=min(20.0, float(settings.sweep_interval_s)),
             jitter_s=min(2.0, float(settings.sweep_interval_s) / 10),

@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from app.db import Database
 from app.executors.base import Delivery, Executor, Outcome
 from app.logs import log_event
+from app.models import MarkRow
 from app.sweeper import step
 from app.sweeper.config import SweeperConfig
 from app.sweeper.metrics import SweeperMetrics
@@ -129,12 +130,14 @@ class Dispatcher:
         self._renew_expiring(now)
         capacity = self.capacity()
         if capacity > 0:
-            claims = step.claim(
+            claimed = step.claim_or_expire(
                 self.database, now, limit=capacity, sweeper_id=self.sweeper_id,
                 lease_s=self.config.lease_s, exclude_accounts=self.saturated_accounts(),
+                host_unseen_s=self.config.host_unseen_s,
             )  # fmt: skip
-            self.metrics.claims.inc(len(claims))
-            for claim in claims:
+            self._expired(claimed.expired, now)
+            self.metrics.claims.inc(len(claimed.claims))
+            for claim in claimed.claims:
                 self._backlog[claim.mark_id] = claim
                 self._retry_at[claim.mark_id] = now
         ready = [self._backlog[mark_id] for mark_id, at in self._retry_at.items() if at <= now]
@@ -155,6 +158,13 @@ class Dispatcher:
             self.metrics.lateness.observe(max(0.0, lateness))
             self._pool.submit(self._send, delivery)
         return len(started.deliveries)
+
+    def _expired(self, rows: list[MarkRow], now: datetime) -> None:
+        """Count and notify marks expired at the claim (their host went unseen)."""
+        self.metrics.expired.inc(len(rows))
+        if self.notifier is not None:
+            for row in rows:
+                self.notifier.mark_changed(row, now)
 
     def _forget(self, mark_id: int) -> None:
         self._backlog.pop(mark_id, None)

@@ -11,7 +11,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col
 
-from app.models import AccountPacingRow, FailureRow, MarkRow
+from app.models import AccountPacingRow, FailureRow, MarkRow, SessionRow
 from app.sweeper.pacing import AccountLoad
 
 _RETURN = {"synchronize_session": False, "populate_existing": True}
@@ -125,6 +125,26 @@ def expire_armed_before(db: Session, cutoff: datetime, now: datetime) -> list[Ma
         )
         .returning(MarkRow)
     )
+    return list(db.scalars(stmt, execution_options=_RETURN))
+
+
+#: The outcome detail of a mark expired because its session's host went unseen.
+HOST_UNSEEN = "host_unseen"
+
+
+def expire_host_unseen(
+    db: Session, seen_before: datetime, now: datetime, *, due_by: datetime | None = None
+) -> list[MarkRow]:
+    """armed -> expired for marks whose session's host was last seen before `seen_before`
+    (only those due by `due_by`, when given): nobody is there to take the resume. Sessions
+    whose host was never recorded as seen are left alone."""
+    stale = select(col(SessionRow.root_id)).where(col(SessionRow.host_seen_at) < seen_before)
+    stmt = update(MarkRow).where(col(MarkRow.state) == "armed", col(MarkRow.root_id).in_(stale))
+    if due_by is not None:
+        stmt = stmt.where(col(MarkRow.due_at) <= due_by)
+    stmt = stmt.values(
+        state="expired", outcome="expired", outcome_detail=HOST_UNSEEN, updated_at=now
+    ).returning(MarkRow)
     return list(db.scalars(stmt, execution_options=_RETURN))
 
 

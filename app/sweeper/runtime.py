@@ -109,6 +109,7 @@ class Sweeper:
                 now,
                 expire_after_s=self.config.expire_after_s,
                 tombstone_retention_days=self.config.tombstone_retention_days,
+                host_unseen_s=self.config.host_unseen_s,
             )
             if done.purged_tombstones:
                 log_event(logger, "tombstones_purged", count=done.purged_tombstones)

@@ -109,18 +109,42 @@ class Housekeeping:
 
 
 def housekeeping(
-    database: Database, now: datetime, *, expire_after_s: float, tombstone_retention_days: int
+    database: Database,
+    now: datetime,
+    *,
+    expire_after_s: float,
+    tombstone_retention_days: int,
+    host_unseen_s: float | None = None,
 ) -> Housekeeping:
     """Reap expired leases (claimed -> armed, sending -> uncertain), expire marks still armed
-    `expire_after_s` past their due time (a resume that late is not sent), and purge the
-    tombstones past their retention (their root_ids may start new sessions)."""
+    `expire_after_s` past their due time (a resume that late is not sent) and, when
+    `host_unseen_s` is set, armed marks whose host was last seen longer ago than that; and
+    purge the tombstones past their retention (their root_ids may start new sessions)."""
     with database.writer() as db, db.begin():
         reaped = reap_expired_leases(db, now)
         expired = queries.expire_armed_before(db, now - timedelta(seconds=expire_after_s), now)
         for row in expired:
             _timeline(db, row, now, "mark_expired", "sweeper", due_at=iso(row.due_at))
+        expired += _expire_host_unseen(db, now, host_unseen_s)
         purged = purge_expired(db, now, tombstone_retention_days)
     return Housekeeping(reaped.rearmed, reaped.uncertain, expired, purged)
+
+
+def _expire_host_unseen(
+    db: Session, now: datetime, host_unseen_s: float | None, *, due_only: bool = False
+) -> list[MarkRow]:
+    """armed -> expired (host_unseen) for marks whose host was last seen more than
+    `host_unseen_s` before `now` (only those already due, with `due_only`); none when off."""
+    if host_unseen_s is None:
+        return []
+    seen_before = now - timedelta(seconds=host_unseen_s)
+    expired = queries.expire_host_unseen(db, seen_before, now, due_by=now if due_only else None)
+    for row in expired:
+        _timeline(
+            db, row, now, "mark_expired", "sweeper", due_at=iso(row.due_at),
+            reason=queries.HOST_UNSEEN, host_seen_before=iso(seen_before),
+        )  # fmt: skip
+    return expired
 
 
 def claim(
@@ -131,14 +155,42 @@ def claim(
     sweeper_id: str,
     lease_s: float,
     exclude_accounts: Sequence[str] = (),
+    host_unseen_s: float | None = None,
 ) -> list[Claim]:
     """Claim up to `limit` due marks for this sweeper (one statement, earliest due first),
-    none of `exclude_accounts`."""
+    none of `exclude_accounts`; see `claim_or_expire` for `host_unseen_s`."""
+    return claim_or_expire(
+        database, now, limit=limit, sweeper_id=sweeper_id, lease_s=lease_s,
+        exclude_accounts=exclude_accounts, host_unseen_s=host_unseen_s,
+    ).claims  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """What one claim changed: the claims taken, and the due marks expired instead."""
+
+    claims: list[Claim]
+    expired: list[MarkRow]
+
+
+def claim_or_expire(
+    database: Database,
+    now: datetime,
+    *,
+    limit: int,
+    sweeper_id: str,
+    lease_s: float,
+    exclude_accounts: Sequence[str] = (),
+    host_unseen_s: float | None = None,
+) -> Claimed:
+    """`claim`, after expiring, in the same transaction, the due marks whose host was last
+    seen more than `host_unseen_s` before `now` (when set): such a mark is never claimed."""
     if limit <= 0:
-        return []
+        return Claimed([], [])
     with database.writer() as db, db.begin():
+        expired = _expire_host_unseen(db, now, host_unseen_s, due_only=True)
         rows = claim_due_marks(db, now, limit, sweeper_id, lease_s, exclude_accounts)
-    return [Claim.of(row) for row in rows]
+    return Claimed([Claim.of(row) for row in rows], expired)
 
 
 @dataclass(slots=True)
