@@ -95,6 +95,16 @@ def db_url(request: pytest.FixtureRequest) -> str:
     return url
 
 
+@pytest.fixture
+def database(db_url: str) -> Iterator[Any]:
+    """A Database on each migrated URL, disposed after the test."""
+    from app.db import Database
+
+    db = Database(db_url)
+    yield db
+    db.dispose()
+
+
 class LiveServer:
     """An app served by uvicorn in a thread, on a free loopback port."""
 

@@ -5,7 +5,6 @@ firing, at the claim and at the sweep; with the setting off nothing changes."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -39,13 +38,6 @@ class RecordingNotifier(Notifier):
 
     def close(self) -> None:
         pass
-
-
-@pytest.fixture
-def database(db_url: str) -> Iterator[Database]:
-    db = Database(db_url)
-    yield db
-    db.dispose()
 
 
 @pytest.fixture

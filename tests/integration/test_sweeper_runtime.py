@@ -7,11 +7,9 @@ from __future__ import annotations
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import select, text
 from sweeper_support import (
@@ -39,13 +37,6 @@ from app.sweeper.metrics import SweeperMetrics
 from app.sweeper.pacing import PacingRules
 from app.sweeper.runtime import Sweeper
 from parsers import parse
-
-
-@pytest.fixture
-def database(db_url: str) -> Iterator[Database]:
-    db = Database(db_url)
-    yield db
-    db.dispose()
 
 
 def make_sweeper(database: Database, **config: object) -> Sweeper:

@@ -4,7 +4,6 @@ record, reap, expire, reconcile; never early, never twice."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -21,13 +20,6 @@ from app.sweeper.pacing import PacingRules
 
 LEASE = 60.0
 NO_PACING = PacingRules(max_in_flight=100, stagger_s=0)
-
-
-@pytest.fixture
-def database(db_url: str) -> Iterator[Database]:
-    db = Database(db_url)
-    yield db
-    db.dispose()
 
 
 @pytest.fixture
