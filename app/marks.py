@@ -48,15 +48,12 @@ def claim_due_marks(
         exclude_accounts=exclude_accounts,
     )
     for mark in claimed:
-        repo.append_timeline(
+        repo.append_mark_event(
             db,
-            mark.root_id,
+            mark,
             now,
             "mark_claimed",
             actor=claimed_by,
-            run_id=mark.run_id,
-            attempt=mark.attempt,
-            mark_id=mark.id,
             detail={"attempt_key": mark.attempt_key, "lease_until": iso(mark.lease_until)},
         )
     return claimed
@@ -78,15 +75,12 @@ def mark_sending(
         sent_at=now,
     )
     if mark is not None:
-        repo.append_timeline(
+        repo.append_mark_event(
             db,
-            mark.root_id,
+            mark,
             now,
             "mark_sending",
             actor=mark.claimed_by,
-            run_id=mark.run_id,
-            attempt=mark.attempt,
-            mark_id=mark.id,
             detail={"attempt_key": attempt_key},
         )
     return mark
@@ -117,15 +111,12 @@ def record_outcome(
         lease_until=None,
     )
     if mark is not None:
-        repo.append_timeline(
+        repo.append_mark_event(
             db,
-            mark.root_id,
+            mark,
             now,
             f"mark_{state}",
             actor=mark.claimed_by,
-            run_id=mark.run_id,
-            attempt=mark.attempt,
-            mark_id=mark.id,
             detail={"outcome": mark.outcome, "detail": detail},
         )
     return mark
@@ -137,14 +128,23 @@ def mark_sending_many(
     """`mark_sending` for several (mark_id, attempt_key) claims in one statement, each fenced
     by its own key; the rows that moved. Commit this before sending any of them."""
     moved = mark_repo.move_held_marks(
-        db, held, from_state="claimed", to_state="sending", now=now,
-        lease_until=now + timedelta(seconds=lease_s), sent_at=now,
-    )  # fmt: skip
+        db,
+        held,
+        from_state="claimed",
+        to_state="sending",
+        now=now,
+        lease_until=now + timedelta(seconds=lease_s),
+        sent_at=now,
+    )
     for mark in moved:
-        repo.append_timeline(
-            db, mark.root_id, now, "mark_sending", actor=mark.claimed_by, run_id=mark.run_id,
-            attempt=mark.attempt, mark_id=mark.id, detail={"attempt_key": mark.attempt_key},
-        )  # fmt: skip
+        repo.append_mark_event(
+            db,
+            mark,
+            now,
+            "mark_sending",
+            actor=mark.claimed_by,
+            detail={"attempt_key": mark.attempt_key},
+        )
     return moved
 
 
@@ -172,16 +172,24 @@ def record_outcomes(db: Session, sends: Sequence[SendResult], now: datetime) -> 
     for (state, outcome), group in groups.items():
         details = {send.mark_id: send.detail for send in group}
         rows = mark_repo.move_held_marks(
-            db, [(send.mark_id, send.attempt_key) for send in group], from_state="sending",
-            to_state=state, now=now, outcome=outcome, lease_until=None,
+            db,
+            [(send.mark_id, send.attempt_key) for send in group],
+            from_state="sending",
+            to_state=state,
+            now=now,
+            outcome=outcome,
+            lease_until=None,
             outcome_detail=case(details, value=col(MarkRow.id), else_=None),
-        )  # fmt: skip
+        )
         for mark in rows:
-            repo.append_timeline(
-                db, mark.root_id, now, f"mark_{state}", actor=mark.claimed_by,
-                run_id=mark.run_id, attempt=mark.attempt, mark_id=mark.id,
+            repo.append_mark_event(
+                db,
+                mark,
+                now,
+                f"mark_{state}",
+                actor=mark.claimed_by,
                 detail={"outcome": outcome, "detail": details.get(mark.id or 0)},
-            )  # fmt: skip
+            )
         moved.extend(rows)
     return moved
 
@@ -216,15 +224,5 @@ def reap_expired_leases(db: Session, now: datetime) -> Reaped:
     for mark, event in [(m, "mark_rearmed") for m in rearmed] + [
         (m, "mark_uncertain") for m in uncertain
     ]:
-        repo.append_timeline(
-            db,
-            mark.root_id,
-            now,
-            event,
-            actor="reaper",
-            run_id=mark.run_id,
-            attempt=mark.attempt,
-            mark_id=mark.id,
-            detail={"lease_expired": True},
-        )
+        repo.append_mark_event(db, mark, now, event, actor="reaper", detail={"lease_expired": True})
     return Reaped(rearmed=rearmed, uncertain=uncertain)

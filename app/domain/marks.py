@@ -133,15 +133,12 @@ def set_auto_resume(
         ),
     )
     session.updated_at = ctx.now
-    repo.append_timeline(
+    repo.append_mark_event(
         db,
-        root_id,
+        mark,
         ctx.now,
         "mark_armed",
         actor=ctx.actor,
-        run_id=mark.run_id,
-        attempt=mark.attempt,
-        mark_id=mark.id,
         detail={"due_at": iso(mark.due_at), "despite_native": despite_native},
     )
     return _view(db, root_id, mark, facts, ctx)
@@ -165,15 +162,12 @@ def clear_live_mark(
         lease_until=None,
     )
     if cleared is not None:
-        repo.append_timeline(
+        repo.append_mark_event(
             db,
-            root_id,
+            cleared,
             ctx.now,
             "mark_cleared",
             actor=ctx.actor,
-            run_id=cleared.run_id,
-            attempt=cleared.attempt,
-            mark_id=cleared.id,
             detail={"reason": reason, "was": live.state},
         )
     return cleared
@@ -250,16 +244,8 @@ def resolve_mark(
     )
     if moved is None:  # a sweeper's lookup at the host settled it meanwhile
         raise DomainError("mark_not_uncertain", "the mark was settled meanwhile")
-    repo.append_timeline(
-        db,
-        root_id,
-        ctx.now,
-        "mark_resolved",
-        actor=ctx.actor,
-        run_id=moved.run_id,
-        attempt=moved.attempt,
-        mark_id=moved.id,
-        detail={"outcome": outcome},
+    repo.append_mark_event(
+        db, moved, ctx.now, "mark_resolved", actor=ctx.actor, detail={"outcome": outcome}
     )
     facts, _ = gate_facts(db, session)
     return _view(db, root_id, moved, facts, ctx)

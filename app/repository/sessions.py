@@ -172,6 +172,30 @@ def append_timeline(
     )
 
 
+def append_mark_event(
+    db: Session,
+    mark: MarkRow,
+    now: datetime,
+    event: str,
+    *,
+    actor: str | None,
+    detail: dict[str, Any] | None = None,
+) -> None:
+    """Append a mark's transition to its session's timeline, naming the mark's run, attempt
+    and id."""
+    append_timeline(
+        db,
+        mark.root_id,
+        now,
+        event,
+        actor=actor,
+        run_id=mark.run_id,
+        attempt=mark.attempt,
+        mark_id=mark.id,
+        detail=detail,
+    )
+
+
 def list_timeline(db: Session, root_id: str, limit: int = 500) -> list[TimelineRow]:
     """The session's latest `limit` entries, oldest first."""
     stmt = (

@@ -58,14 +58,23 @@ def hold_after_resume(
         ):
             continue
         held.append(mark.id)
-        repo.append_timeline(
-            db, mark.root_id, ctx.now, "mark_held", actor=ctx.actor, run_id=mark.run_id,
-            attempt=mark.attempt, mark_id=mark.id,
+        repo.append_mark_event(
+            db,
+            mark,
+            ctx.now,
+            "mark_held",
+            actor=ctx.actor,
             detail={
-                "from": iso(mark.due_at), "to": iso(new_due), "account_key": account,
+                "from": iso(mark.due_at),
+                "to": iso(new_due),
+                "account_key": account,
                 "reason": "a resumed attempt of this account reported a new provider limit",
-                "because": {"root_id": failure.root_id, "run_id": failure.run_id,
-                            "attempt": failure.attempt, "reset_at": iso(failure.reset_at)},
+                "because": {
+                    "root_id": failure.root_id,
+                    "run_id": failure.run_id,
+                    "attempt": failure.attempt,
+                    "reset_at": iso(failure.reset_at),
+                },
             },
-        )  # fmt: skip
+        )
     return HoldResult(resumed_into_live_limit=live_limit, held_mark_ids=held)
