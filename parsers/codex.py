@@ -20,7 +20,6 @@ else "May 11th, 2026 1:36 PM". Forms read:
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from typing import Final
 
 from parsers import clock, findings
@@ -45,7 +44,7 @@ PROVIDER: Final = "codex"
 _USAGE_LIMIT = Gated(
     r"You(?:'ve|\s+have)\s+(?:hit|reached)\s+your\s+usage\s+limit"
     r"(?:\s+for\s+(?P<limit_name>[^\n]{1,60}?)(?=\.\s))?",
-    ("You've", "You have"),
+    ("usage",),
 )
 #: The Codex App's own banner: "You're out of Codex messages / Your rate limit resets on ...".
 _OUT_OF_MESSAGES = Gated(r"You're\s+out\s+of\s+Codex\s+messages", ("Codex messages",))
@@ -112,9 +111,11 @@ _BODY_RESETS_AT = re.compile(r"\"resets_at\"\s{0,4}:\s{0,4}(?P<epoch>\d{9,13})")
 _BODY_RESETS_IN = re.compile(r"\"resets_in_seconds\"\s{0,4}:\s{0,4}(?P<seconds>\d{1,9})")
 _BODY_REACH = 800
 
+# Each alternative of these starts with a fixed character (both cases spelled out), so the
+# regex engine looks only at positions where one can start.
 _TRANSIENT = Gated(
     r"Selected model is at capacity|We're currently experiencing high demand"
-    r"|[Ss]tream disconnected before completion"
+    r"|Stream disconnected before completion|stream disconnected before completion"
     # An API deployment's per-minute limit ("... have exceeded rate limit."): a throttle.
     r"|exceeded\s+(?:the\s+)?(?:token\s+)?rate\s+limit"
     r"|Reconnecting\.\.\.|Connection failed|error sending request for url"
@@ -132,7 +133,7 @@ _TRANSIENT = Gated(
 )
 _LOGIN = Gated(
     r"unexpected status 40[13]\b|access token could not be refreshed"
-    r"|[Pp]lease (?:log out and )?sign in again|codex login"
+    r"|Please (?:log out and )?sign in again|please (?:log out and )?sign in again|codex login"
     r"|Failed to refresh token|refresh token (?:has )?already been used",
     (
         "unexpected status",
@@ -238,7 +239,7 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
                     limit=window(PROVIDER, None),
                 )
                 if isinstance(resolved, Reset):
-                    resolved = replace(resolved, form="structured")
+                    resolved = resolved._replace(form="structured")
                 end = resets_in.end()
             else:
                 resolved = Refusal("not_stated", "the usage-limit body states no reset")

@@ -8,8 +8,8 @@ window must clear). A limit that names neither window nor time yields to one tha
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from parsers.findings import Finding
 from parsers.timeres import Reset, Stale
@@ -23,8 +23,7 @@ CONFLICT_SLACK_S = 15 * 60
 EPISODE_GAP = 400
 
 
-@dataclass(frozen=True, slots=True)
-class Decision:
+class Decision(NamedTuple):
     finding: Finding | None
     refusal: Refusal | None = None
     #: Where the episode the finding closes began (for evidence), when earlier than it.
@@ -41,6 +40,8 @@ def _live_stops(ordered: list[Finding]) -> list[Finding]:
 def _without_retried_errors(ordered: list[Finding]) -> list[Finding]:
     """A rate-limit error that a client countdown is retrying is not a stop (rule 10)."""
     spans = [(f.start, f.end) for f in ordered if f.role == "countdown"]
+    if not spans:
+        return ordered
     # Countdowns sorted by start; the furthest end so far covers every start before it.
     starts = [start for start, _ in spans]
     reach: list[int] = []
@@ -165,6 +166,10 @@ def _weak(finding: Finding) -> bool:
 
 
 def _decide_stops(stops: list[Finding]) -> Decision:
+    if len(stops) == 1:
+        # Every rule below picks the only live banner (a conflict needs two); most output
+        # holds one, so skip the bookkeeping.
+        return Decision(stops[0])
     no_reset = [f for f in stops if _code(f) == "no_reset"]
     if no_reset:
         return Decision(no_reset[-1])

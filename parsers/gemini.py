@@ -18,7 +18,6 @@ zone name, no date, seconds cut): each short name is one fixed offset, other zon
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from typing import Final
 
 from parsers import clock, findings
@@ -96,7 +95,10 @@ _COUNTDOWN = Gated(
     ("Retrying after",),
 )
 _LOGIN = Gated(
-    r"[Ll]ogin required|Failed to sign in|Failed to login|authentication page in your browser",
+    # "Login" and "login" spelled out: every alternative starts with a fixed character, so
+    # the regex engine looks only at positions where one can start.
+    r"Login required|login required|Failed to sign in|Failed to login"
+    r"|authentication page in your browser",
     ("ogin required", "Failed to sign in", "Failed to login", "authentication page"),
 )
 _OTHER = Gated(
@@ -129,14 +131,14 @@ def _wait(
         value, ctx.observed_at, resolution_s=resolution_s, limit=window(PROVIDER, None)
     )
     if structured and not isinstance(resolved, Refusal):
-        resolved = replace(resolved, form="structured")
+        resolved = resolved._replace(form="structured")
     if value < THROTTLE_S:
         finding = findings.failure(
             "transient", PROVIDER, start, end, retry_after_s=value, resolved=resolved, scope=scope
         )
     else:
         finding = findings.stop(PROVIDER, start, end, resolved, scope)
-    return replace(finding, structured=structured)
+    return finding._replace(structured=structured)
 
 
 def _before(norm: str, start: int) -> str:
@@ -163,7 +165,7 @@ def _access_resets(match: re.Match[str], ctx: Context) -> Resolved:
                 "zone_ambiguous",
                 f"{label!r} is not an en-US short name and the host's zone does not use it",
             )
-        printed = replace(printed, short_zone=None)
+        printed = printed._replace(short_zone=None)
     return clock.resolve(printed, ctx, PROVIDER, None)
 
 

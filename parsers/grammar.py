@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 MONTHS = {
@@ -71,9 +71,12 @@ def month_number(name: str) -> int:
     return MONTHS[name[:3].lower()]
 
 
+_WHITE_SPACE = re.compile(r"\s+")
+
+
 def squeeze(text: str) -> str:
     """A token that a terminal wrapped: its white space removed ("New_\n  York" -> "New_York")."""
-    return re.sub(r"\s+", "", text)
+    return _WHITE_SPACE.sub("", text)
 
 
 def any_within(sorted_positions: list[int], low: int, high: int) -> bool:
@@ -90,22 +93,34 @@ class Gated:
     substring test costs far less than a regex pass, and most texts name few of the phrases.
     """
 
-    __slots__ = ("needles", "pattern")
+    __slots__ = ("needle", "needles", "pattern")
 
     def __init__(self, regex: str, needles: tuple[str, ...], flags: int = 0) -> None:
         self.pattern = re.compile(regex, flags)
         self.needles = needles
+        # Most gates have one needle; testing it directly skips a loop on every text.
+        self.needle = needles[0] if len(needles) == 1 else None
 
-    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+    def finditer(self, text: str) -> Iterable[re.Match[str]]:
+        if self.needle is not None:
+            return self.pattern.finditer(text) if self.needle in text else ()
         for needle in self.needles:
             if needle in text:
                 return self.pattern.finditer(text)
-        return iter(())
+        return ()
 
 
 def all_needles(*gated: Gated) -> tuple[str, ...]:
-    """Every needle of these patterns: when none occurs, none of them can match."""
-    return tuple(sorted({needle for pattern in gated for needle in pattern.needles}))
+    """Every needle of these patterns: when none occurs, none of them can match. A needle that
+    contains another adds nothing to that test and is left out."""
+    needles = {needle for pattern in gated for needle in pattern.needles}
+    return tuple(
+        sorted(
+            needle
+            for needle in needles
+            if not any(other != needle and other in needle for other in needles)
+        )
+    )
 
 
 def module_needles(namespace: dict[str, object], *extra: Gated) -> tuple[str, ...]:

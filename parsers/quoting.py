@@ -19,6 +19,7 @@ _CLOSING_QUOTES = "\"'`»"
 _JSON_CONTEXT = ":[{,("
 #: How far along its line the quotation marks around a banner are looked for.
 _REACH = 300
+_WORD = re.compile(r"[A-Za-z]{2}")
 
 
 def is_quoted(text: Text, start: int, end: int) -> bool:
@@ -37,6 +38,6 @@ def is_quoted(text: Text, start: int, end: int) -> bool:
     close = next((i for i, char in enumerate(rest) if char in _CLOSING_QUOTES), -1)
     if close < 0:
         return False
-    if re.search(r"[A-Za-z]{2}", rest[close + 1 :]):
+    if _WORD.search(rest, close + 1):
         return True
     return bool(_ASSISTANT_LINE.match(norm, text.line_start(start)))

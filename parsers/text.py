@@ -51,6 +51,35 @@ def _fold_table() -> dict[int, str]:
 _FOLD = _fold_table()
 
 
+def _character_class(codes: list[int]) -> str:
+    """A regex class of these code points, consecutive ones as ranges."""
+    parts = []
+    index = 0
+    while index < len(codes):
+        last = index
+        while last + 1 < len(codes) and codes[last + 1] == codes[last] + 1:
+            last += 1
+        first_char, last_char = re.escape(chr(codes[index])), re.escape(chr(codes[last]))
+        parts.append(first_char if last == index else f"{first_char}-{last_char}")
+        index = last + 1
+    return "[" + "".join(parts) + "]"
+
+
+# Runs of characters the fold changes. str.translate looks every character of a non-ASCII
+# text up in the table (about 30 ns each); the regex skips unchanged ones in C, so only the
+# runs (box borders, odd spaces, quotes) are translated.
+_FOLDABLE_RUN = re.compile(_character_class(sorted(_FOLD)) + "+")
+
+
+def _fold_run(match: re.Match[str]) -> str:
+    return match.group().translate(_FOLD)
+
+
+def fold(text: str) -> str:
+    """text.translate(_FOLD), at a fraction of the cost on text that is mostly unchanged."""
+    return _FOLDABLE_RUN.sub(_fold_run, text)
+
+
 @dataclass(slots=True)
 class Text:
     """The original text and its searchable form, with the map between their offsets."""
@@ -108,9 +137,7 @@ def normalize(original: str) -> Text:
     from. Replacements are one character for one, so only removed escapes shift offsets."""
     if "\x1b" not in original and "\x9b" not in original:
         # No escapes: one run, offsets equal.
-        return Text(
-            original=original, norm=original.translate(_FOLD), _runs_norm=[0], _runs_orig=[0]
-        )
+        return Text(original=original, norm=fold(original), _runs_norm=[0], _runs_orig=[0])
     runs_norm: list[int] = []
     runs_orig: list[int] = []
     pieces: list[str] = []
@@ -128,5 +155,5 @@ def normalize(original: str) -> Text:
         runs_norm.append(norm_length)
         runs_orig.append(kept_from)
         pieces.append(original[kept_from:])
-    norm = "".join(pieces).translate(_FOLD)
+    norm = fold("".join(pieces))
     return Text(original=original, norm=norm, _runs_norm=runs_norm, _runs_orig=runs_orig)
