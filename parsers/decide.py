@@ -85,13 +85,15 @@ def _structured_first(stops: list[Finding]) -> list[Finding]:
     anchors = [f for f in stops if f.structured and _instant(f) is not None]
     if not anchors:
         return stops
-    scopes = {f.scope for f in stops if f.structured}
+    windows = {_window(f.scope) for f in stops if f.structured}
     kept = []
     for finding in stops:
         if finding.structured or _code(finding) == "no_reset":
             kept.append(finding)
         elif finding.reset is None:
-            if finding.scope is not None and finding.scope not in scopes:
+            # "session" text beside a "five_hour" event is the same window: the event's
+            # reset speaks for a banner whose time could not be read (a DST fold, say).
+            if finding.scope is not None and _window(finding.scope) not in windows:
                 kept.append(finding)
         elif not any(_same_limit(finding, anchor) for anchor in anchors):
             kept.append(finding)
@@ -107,6 +109,10 @@ def _instant(finding: Finding) -> datetime | None:
 
 #: Scopes that name the same rolling window.
 _SAME_WINDOW = {"five_hour": "five_hour", "session": "five_hour"}
+def _window(scope: str | None) -> str | None:
+    return _SAME_WINDOW.get(scope or "", scope)
+
+
 #: A printed time of day may be read a DST shift (at most 1 h) or whole days off the
 #: structured instant it repeats.
 _WALL_TIME_DRIFT_S = 3600
@@ -123,8 +129,7 @@ def _same_limit(text: Finding, anchor: Finding) -> bool:
     gap = abs((reset.at - instant).total_seconds())
     if gap <= slack:
         return True
-    window = _SAME_WINDOW.get(text.scope or "", text.scope)
-    same_window = text.scope is None or window == _SAME_WINDOW.get(anchor.scope or "", anchor.scope)
+    same_window = text.scope is None or _window(text.scope) == _window(anchor.scope)
     if not same_window or reset.form not in ("named_zone", "offset_zone", "local_time"):
         return False
     off_by_days = gap % 86400
