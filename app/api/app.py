@@ -15,6 +15,7 @@ from app.api.problems import BodyLimit, install_problem_handlers
 from app.db import Database
 from app.domain.context import ParseFn
 from app.settings import Settings
+from app.web.site import install_web
 
 
 def system_clock() -> datetime:
@@ -56,6 +57,7 @@ def create_app(
     install_problem_handlers(app, metrics.problem)
     app.include_router(ops.router)
     app.include_router(routes.router)
+    install_web(app)  # the page at `/`, after the API's handlers it defers to
     app.add_middleware(BodyLimit)
     app.add_middleware(Auth)  # outermost: nothing is read before the caller is known
     return app

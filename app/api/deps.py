@@ -19,6 +19,7 @@ from app.db import Database
 from app.domain.context import Context, ParseFn
 from app.domain.errors import DomainError
 from app.settings import Settings, is_loopback
+from app.web import gate
 
 #: Who acts when no token is configured (loopback only).
 LOCAL_ACTOR = "local"
@@ -70,7 +71,9 @@ def authenticate(settings: Settings, client_host: str, authorization: str) -> st
 
 
 class Auth:
-    """Bearer auth on every route but /healthz, before the body is read or parsed."""
+    """Bearer auth on every route but /healthz (and the web page's sign-in form and static
+    files), before the body is read or parsed. The web page's sign-in cookie counts as the
+    bearer token only where `app.web.gate` says a cross-site request cannot use it."""
 
     OPEN_PATHS = frozenset({"/healthz"})
 
@@ -78,19 +81,28 @@ class Auth:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.OPEN_PATHS:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or path in self.OPEN_PATHS or gate.is_open(path):
             await self.app(scope, receive, send)
             return
         svc: Services = scope["app"].state.services
         headers = dict(scope.get("headers", ()))
         client = scope.get("client") or ("", 0)
+        method = scope.get("method", "GET")
+        authorization = headers.get(b"authorization", b"").decode("latin-1")
         try:
-            who = authenticate(
-                svc.settings, client[0], headers.get(b"authorization", b"").decode("latin-1")
-            )
+            if not svc.settings.tokens and gate.is_cross_site_write(method, headers):
+                raise DomainError("loopback_only", "a page on another site cannot act here")
+            if not authorization:
+                authorization = gate.cookie_authorization(method, path, headers)
+            who = authenticate(svc.settings, client[0], authorization)
         except DomainError as refused:
             svc.metrics.problem(refused.code)
-            await problem(refused.status, refused.code, refused.detail)(scope, receive, send)
+            if gate.is_page(path):
+                response = gate.page_refusal(refused, scope)
+            else:
+                response = problem(refused.status, refused.code, refused.detail)
+            await response(scope, receive, send)
             return
         scope.setdefault("state", {})["actor"] = who
         await self.app(scope, receive, send)

@@ -1,0 +1,1 @@
+"""`rewake run` and `rewake hook`: rewake starts and supervises the CLI itself."""

@@ -1,0 +1,109 @@
+"""Rendering: the Jinja2 templates, and times as the server writes them before the browser's
+script shows them in the viewer's own zone."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, tzinfo
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.templating import Jinja2Templates
+
+from app.domain.banners import describe_wait, format_local
+from app.domain.context import iso
+from app.domain.errors import CODES
+from app.web.gate import COOKIE
+from app.web.views import REFUSAL_WORDS, parse_iso
+
+HERE = Path(__file__).parent
+TEMPLATES = Jinja2Templates(directory=HERE / "templates")
+STATIC_DIR = HERE / "static"
+
+
+@dataclass(frozen=True, slots=True)
+class Times:
+    """Times as the server renders them: `<time datetime="<UTC ISO>">` holding the time in the
+    display zone (REWAKE_DISPLAY_ZONE), which the page's script replaces with the viewer's own
+    zone; countdowns hold the wait as of the request, and the script makes them live."""
+
+    now: datetime
+    zone: tzinfo | None
+
+    @property
+    def now_iso(self) -> str | None:
+        return iso(self.now)
+
+    @property
+    def zone_name(self) -> str:
+        key = getattr(self.zone, "key", None)
+        return str(key) if key else (self.now.astimezone(self.zone).tzname() or "UTC")
+
+    def at(self, instant: str | None) -> Markup:
+        """`<time>` for an instant (an ISO string from the API); an em dash for none."""
+        if not instant:
+            return Markup("—")
+        shown = format_local(parse_iso(instant), self.zone, self.now)
+        return Markup('<time datetime="{}" data-local>{}</time>').format(instant, shown)
+
+    def countdown(self, instant: str | None, past: str = "already passed") -> Markup:
+        """A live countdown to `instant`; `past` is what it says once the instant is behind."""
+        if not instant:
+            return Markup("")
+        wait = describe_wait(parse_iso(instant), self.now)
+        text = past if wait == "already passed" else wait
+        return Markup('<span class="countdown" data-until="{}" data-past="{}">{}</span>').format(
+            instant, past, text
+        )
+
+
+def page(
+    request: Request, template: str, context: dict[str, Any], *, status: int = 200
+) -> HTMLResponse:
+    """A page, with what every page's layout uses."""
+    full = {"refusal_words": json.dumps(REFUSAL_WORDS), "signed_in": _signed_in(request)}
+    return TEMPLATES.TemplateResponse(request, template, full | context, status_code=status)
+
+
+def error_html(status: int, code: str, detail: str) -> str:
+    """An error page's HTML, for refusals answered before a route runs."""
+    template = TEMPLATES.get_template("error.html")
+    return template.render(_error_context(status, code, detail))
+
+
+def error_page(request: Request, status: int, code: str, detail: str) -> HTMLResponse:
+    """An error page for a request a page route could not answer, counted as the API counts
+    its problems."""
+    request.app.state.services.metrics.problem(code)
+    return page(request, "error.html", _error_context(status, code, detail), status=status)
+
+
+#: Error pages' headings, where the API's title reads oddly on a page.
+PAGE_TITLES = {
+    "session_not_found": "No such session",
+    "not_found": "No such page",
+    "invalid_request": "That address asks for something the page cannot show",
+    "unauthorized": "Not signed in",
+    "loopback_only": "Only this machine may open this page",
+}
+
+
+def _error_context(status: int, code: str, detail: str) -> dict[str, Any]:
+    title = PAGE_TITLES.get(code) or (CODES[code][1] if code in CODES else code.replace("_", " "))
+    return {
+        "status": status,
+        "code": code,
+        "title": title[:1].upper() + title[1:],
+        "detail": detail,
+        "refusal_words": json.dumps(REFUSAL_WORDS),
+        "signed_in": False,
+    }
+
+
+def _signed_in(request: Request) -> bool:
+    """Whether the page was reached with the sign-in cookie (then it offers to sign out)."""
+    return COOKIE in request.cookies

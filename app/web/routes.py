@@ -1,0 +1,137 @@
+"""The page routes: the sessions list at `/` and a session's page at `/sessions/{root_id}`.
+
+They call the same domain functions as the JSON API, under the same auth (`app.api.deps.Auth`,
+which also reads the sign-in cookie for these paths). Every refusal is an HTML page that says
+why, with the API's status and code; query parameters are read by hand so that bad input is
+such a page too, not a problem+json body.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from app.api.deps import Ctx, Reader, Svc
+from app.api.schemas import ID_HELP, ID_PATTERN
+from app.domain import marks, sessions
+from app.domain.errors import DomainError
+from app.domain.rules import clean_text
+from app.repository.sessions import SessionFilter
+from app.web import detail, views
+from app.web.render import Times, error_page, page
+from parsers.verdict import PROVIDERS
+
+router = APIRouter(include_in_schema=False)
+
+PAGE_SIZE = 50
+STATES = ("paused", "running", "finished", "cancelled")
+MAX_OFFSET = 1_000_000
+MAX_ACCOUNT_KEY = 200
+
+
+class BadQuery(Exception):
+    """A query parameter the page cannot use; `detail` says which and why."""
+
+
+@router.get("/", response_class=HTMLResponse)
+def sessions_page(request: Request, ctx: Ctx, db: Reader, svc: Svc) -> HTMLResponse:
+    try:
+        where, offset = _list_query(request)
+    except BadQuery as bad:
+        return error_page(request, 422, "invalid_request", str(bad))
+    listing = sessions.list_sessions(db, where, limit=PAGE_SIZE, offset=offset, ctx=ctx)
+    cards = [
+        views.card(
+            summary,
+            marks.mark_view(db, summary["root_id"], ctx),
+            resume_delay_s=svc.settings.resume_delay_s,
+        )
+        for summary in listing["sessions"]
+    ]
+    kept = {"provider": where.provider, "account_key": where.account_key}
+    return page(
+        request,
+        "list.html",
+        {
+            "times": Times(ctx.now, ctx.display_zone),
+            "cards": cards,
+            "state": where.state,
+            "states": STATES,
+            "offset": offset,
+            "filtered": where != SessionFilter(),
+            "page_link": lambda at: _list_link(where.state, at, kept),
+            "state_link": lambda state: _list_link(state, 0, kept),
+            "next_offset": listing["next_offset"],
+            "previous_offset": max(0, offset - PAGE_SIZE) if offset else None,
+        },
+    )
+
+
+def _list_query(request: Request) -> tuple[SessionFilter, int]:
+    """The list's filters (as `GET /api/agent/runs` takes them) and offset, checked."""
+    params = request.query_params
+    state = params.get("state") or None
+    if state is not None and state not in STATES:
+        raise BadQuery(f"state {state!r} is not one of {', '.join(STATES)}")
+    provider = params.get("provider") or None
+    if provider is not None and provider not in PROVIDERS:
+        raise BadQuery(f"provider {provider!r} is not one of {', '.join(PROVIDERS)}")
+    account_key = params.get("account_key") or None
+    if account_key is not None and len(account_key) > MAX_ACCOUNT_KEY:
+        raise BadQuery(f"account_key is longer than {MAX_ACCOUNT_KEY} characters")
+    raw_offset = params.get("offset") or "0"
+    if not raw_offset.isdigit() or int(raw_offset) > MAX_OFFSET:
+        raise BadQuery(f"offset {raw_offset[:40]!r} is not a whole number from 0 to {MAX_OFFSET}")
+    where = SessionFilter(
+        state=state,
+        provider=provider,
+        account_key=clean_text(account_key) if account_key is not None else None,
+    )
+    return where, int(raw_offset)
+
+
+def _list_link(state: str | None, offset: int, kept: dict[str, str | None]) -> str:
+    """The list's address with these filters and offset."""
+    query = {"state": state, **kept, "offset": offset or None}
+    return "/?" + urlencode({key: value for key, value in query.items() if value is not None})
+
+
+@router.get("/sessions/{root_id}", response_class=HTMLResponse)
+def session_page(root_id: str, request: Request, ctx: Ctx, db: Reader, svc: Svc) -> HTMLResponse:
+    times = Times(ctx.now, ctx.display_zone)
+    if not re.fullmatch(ID_PATTERN, root_id):
+        detail_text = f"no session can be called {root_id[:80]!r}: a root_id is {ID_HELP}"
+        return error_page(request, 404, "session_not_found", detail_text)
+    try:
+        view = sessions.session_view(db, root_id, ctx)
+    except DomainError as refused:
+        if refused.code == "session_deleted":
+            return _tombstone_page(request, db, root_id, ctx, times)
+        return error_page(request, refused.status, refused.code, refused.detail)
+    summary = {**view, "failure": detail.current_failure(view)}
+    return page(
+        request,
+        "session.html",
+        {
+            "times": times,
+            "card": views.card(summary, view["mark"], resume_delay_s=svc.settings.resume_delay_s),
+            "view": view,
+            "excerpt": detail.excerpt,
+            "banner_of": lambda failure: views.banner_view(detail.failure_summary(failure)),
+            "timeline": detail.timeline(view["timeline"]),
+        },
+    )
+
+
+def _tombstone_page(
+    request: Request, db: Reader, root_id: str, ctx: Ctx, times: Times
+) -> HTMLResponse:
+    """What a deleted session was (410: the session is gone, its record is kept)."""
+    try:
+        tombstone = sessions.tombstone_view(db, root_id, ctx)
+    except DomainError as refused:  # purged between the two reads
+        return error_page(request, refused.status, refused.code, refused.detail)
+    return page(request, "tombstone.html", {"times": times, "tombstone": tombstone}, status=410)

@@ -1,0 +1,58 @@
+"""Screenshots of the web page for the README and docs/web.md, on the seeded sessions.
+
+    python tests/browser/make_screenshots.py    # writes docs/screenshots/*.png
+
+Uses Debian's chromium by path, as the browser tests do; no browser download.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path[:0] = [str(HERE), str(ROOT / "tests"), str(ROOT)]
+
+from browser_launch import launch_chromium  # noqa: E402
+from web_seed import SECRET, seeded_site  # noqa: E402
+
+from app.web.gate import COOKIE  # noqa: E402
+
+OUT = ROOT / "docs" / "screenshots"
+#: (file, path, viewport width, whole page?)
+SHOTS = [
+    ("sessions-desktop.png", "/", 1200, True),
+    ("sessions-phone.png", "/", 375, False),
+    ("session-page.png", "/sessions/billing-refactor", 1000, True),
+]
+
+
+def main() -> None:
+    OUT.mkdir(parents=True, exist_ok=True)
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        seeded_site(Path(directory)) as api,
+        launch_chromium() as browser,
+    ):
+        for name, path, width, whole in SHOTS:
+            context = browser.new_context(
+                viewport={"width": width, "height": 900 if width > 400 else 812},
+                locale="en-GB",
+                timezone_id="Europe/Berlin",
+                device_scale_factor=1,
+            )
+            context.add_cookies([{"name": COOKIE, "value": SECRET, "url": api.url}])
+            page = context.new_page()
+            page.goto(api.url + path)
+            page.wait_for_function(
+                "document.querySelector('[data-zone]').textContent.includes('browser')"
+            )
+            page.screenshot(path=OUT / name, full_page=whole)
+            context.close()
+            print(OUT / name)
+
+
+if __name__ == "__main__":
+    main()

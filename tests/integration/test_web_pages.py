@@ -1,0 +1,154 @@
+"""The web page's routes over HTTP, on each database: what the list and session pages render,
+the tombstone page, and clear error pages (never a 500) for unknown ids and bad input."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+from conftest import NOT_STATED, QUOTA, Api, failure, runs_url
+
+HTML = {"Accept": "text/html"}
+
+
+def test_list_page_shows_a_session_with_its_banner_and_action(
+    http: httpx.Client, root_id: str
+) -> None:
+    """The list renders the banner in words, the reset as a <time> in UTC with the display
+    zone's text, a countdown, the technical label and the turn-on button."""
+    http.post(runs_url(root_id), json=failure(account_key=root_id))
+    page = http.get("/", params={"state": "paused", "account_key": root_id}, headers=HTML)
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    card = _card(page.text, root_id)
+    assert "Paused · provider limit" in card
+    assert '<time datetime="2026-11-30T16:40:00Z" data-local>17:40 CET</time>' in card
+    assert 'data-until="2026-11-30T16:40:00Z"' in card and "in 3 h 34 min" in card
+    assert "reset_at 2026-11-30T16:40:00Z +60 s (named_zone)" in card
+    assert 'data-action="arm">Turn auto-resume on</button>' in card
+    assert 'data-now="2026-11-30T13:06:00Z"' in page.text
+
+
+def test_a_refused_offer_is_a_disabled_button_with_the_reason(
+    http: httpx.Client, root_id: str
+) -> None:
+    """Where the API would answer 409, the button is disabled and the reason is in words."""
+    http.post(runs_url(root_id), json=failure(message=NOT_STATED, account_key=root_id))
+    card = _card(http.get("/", params={"account_key": root_id}, headers=HTML).text, root_id)
+    assert "disabled" in re.search(r"<button[^>]*>Turn auto-resume on", card).group(0)  # type: ignore[union-attr]
+    assert 'data-code="reset_not_stated"' in card
+    assert "There is no reset time to resume at. rewake says: the reset time was not stated" in card
+
+
+def test_an_armed_mark_offers_turning_it_off_with_its_warnings(
+    http: httpx.Client, root_id: str
+) -> None:
+    """An armed session counts down to due_at, shows the mark's warnings, offers "off"."""
+    http.post(runs_url(root_id), json=failure())
+    http.put(f"/api/agent/runs/{root_id}/auto-resume", json={"enabled": True})
+    card = _card(http.get(f"/sessions/{root_id}", headers=HTML).text, root_id)
+    assert "Auto-resume is on" in card
+    assert 'data-until="2026-11-30T16:41:30Z" data-past="due now"' in card
+    assert "executor is log: nothing will be resumed" in card
+    assert 'data-action="disarm"' in card
+
+
+def test_session_page_escapes_the_cli_text_and_marks_the_evidence(
+    http: httpx.Client, root_id: str
+) -> None:
+    """The CLI text is escaped (a <script> in it is text), escapes show as ␛, and the verdict's
+    evidence is wrapped in <mark>."""
+    message = f"<script>alert(1)</script>\n\x1b[31m{QUOTA}\x1b[0m\n"
+    http.post(runs_url(root_id), json=failure(message=message))
+    page = http.get(f"/sessions/{root_id}", headers=HTML)
+    assert page.status_code == 200
+    assert "<script>alert(1)</script>" not in page.text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
+    assert f'␛[31m<mark class="evidence">{QUOTA}</mark>␛[0m' in page.text.replace("&#39;", "'")
+    assert "failure reported" in page.text
+
+
+def test_a_deleted_session_shows_its_tombstone(http: httpx.Client, root_id: str) -> None:
+    """A deleted session's page is its tombstone (410): who deleted it, when, what it was."""
+    http.post(runs_url(root_id), json=failure())
+    http.post(f"/api/agent/runs/{root_id}/cancel")
+    assert http.delete(f"/api/agent/runs/{root_id}").status_code == 200
+    page = http.get(f"/sessions/{root_id}", headers=HTML)
+    assert page.status_code == 410
+    assert "This session was deleted</strong> by alice" in page.text
+    assert "run r1, attempt 1: provider_quota" in page.text
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "words"),
+    [
+        ("/sessions/never-seen", 404, "no session &#39;never-seen&#39;"),
+        ("/sessions/%20spaced", 404, "no session can be called"),
+        ("/sessions/" + "x" * 300, 404, "a root_id is 1 to 200 of"),
+        ("/sessions/..%2F..%2Fetc", 404, "there is no page at"),
+        ("/sessions/%E2%80%AE", 404, "no session can be called"),
+        ("/sessions/tombstones", 404, "no session &#39;tombstones&#39;"),
+        ("/sessions/a/b", 404, "there is no page at /sessions/a/b"),
+        ("/?offset=-1", 422, "offset &#39;-1&#39; is not a whole number"),
+        ("/?offset=99999999999999999999", 422, "is not a whole number from 0 to 1000000"),
+        ("/?state=sleeping", 422, "state &#39;sleeping&#39; is not one of"),
+        ("/?provider=openai", 422, "provider &#39;openai&#39; is not one of claude"),
+        ("/?account_key=" + "k" * 201, 422, "account_key is longer than 200 characters"),
+        ("/nowhere", 404, "there is no page at /nowhere"),
+    ],
+)
+def test_unknown_ids_and_bad_input_are_clear_error_pages(
+    http: httpx.Client, path: str, status: int, words: str
+) -> None:
+    """Unknown sessions, impossible ids and bad query parameters answer an HTML page that says
+    why, with the API's status; never a 500."""
+    page = http.get(path, headers=HTML)
+    assert page.status_code == status
+    assert page.headers["content-type"].startswith("text/html")
+    assert words in page.text
+
+
+def test_api_errors_stay_problem_json(http: httpx.Client) -> None:
+    """Adding the page changes nothing for API clients: unknown API paths are problem+json."""
+    for path in ("/api/agent/runs/x/nothing", "/nowhere"):
+        answer = http.get(path, headers={"Accept": "application/json"})
+        assert answer.status_code == 404
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert answer.json()["code"] == "not_found"
+
+
+def test_list_pages_by_offset(http: httpx.Client, root_id: str) -> None:
+    """The list links to older sessions when there are more than a page."""
+    for n in range(51):
+        http.post(runs_url(f"{root_id}-{n}"), json=failure(provider="codex", account_key=root_id))
+    query = {"provider": "codex", "account_key": root_id}
+    first = http.get("/", params=query, headers=HTML).text
+    assert f'href="/?provider=codex&amp;account_key={root_id}&amp;offset=50">Older →' in first
+    second = http.get("/", params=query | {"offset": 50}, headers=HTML).text
+    assert second.count("<article") == 1
+    assert f'href="/?provider=codex&amp;account_key={root_id}">← Newer' in second
+
+
+def test_static_files_are_served_without_credentials(api: Api) -> None:
+    """The stylesheet and script need no token (they hold nothing secret)."""
+    for name, kind in (("rewake.css", "text/css"), ("rewake.js", "javascript")):
+        answer = httpx.get(f"{api.url}/static/{name}")
+        assert answer.status_code == 200
+        assert kind in answer.headers["content-type"]
+
+
+def _card(html: str, root_id: str) -> str:
+    start = html.index(f'data-root-id="{root_id}"')
+    return html[start : html.index("</article>", start)]
+
+
+def test_a_session_without_a_failure_has_a_page(http: httpx.Client, root_id: str) -> None:
+    """A session cancelled before any report, or only running, still renders (no 500)."""
+    http.post(f"/api/agent/runs/{root_id}/cancel")
+    http.post(runs_url(f"{root_id}-run", what="attempts"), json={"attempt": 1, "status": "started"})
+    for shown in (root_id, f"{root_id}-run"):
+        page = http.get(f"/sessions/{shown}", headers=HTML)
+        assert page.status_code == 200
+        assert "No failure reported for the current attempt." in page.text
+    assert "Cancelled</dt>" in http.get(f"/sessions/{root_id}", headers=HTML).text

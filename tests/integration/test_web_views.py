@@ -1,0 +1,94 @@
+"""The words the web page derives from the API's JSON (app.web.views, app.web.detail): pure
+functions, tested without a server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.web import detail, views
+
+
+def mark(**fields: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {"state": None, "warnings": [], "offer": {"available": False}}
+    return base | fields
+
+
+def test_evidence_is_found_again_when_its_offsets_do_not_fit_the_stored_text() -> None:
+    """Offsets into another text (events, a cut) fall back to the evidence's last occurrence."""
+    part = detail.excerpt("a limit\nb limit\n", {"text": "limit", "start": 0, "end": 5})
+    assert (part.before, part.hit, part.after) == ("a limit\nb ", "limit", "\n")
+
+
+def test_evidence_not_in_the_text_is_shown_apart() -> None:
+    """Evidence read from structured events is shown beside the text's tail, not marked in it."""
+    part = detail.excerpt("x" * 5000, {"text": "resetsAt 1764518400", "start": 3, "end": 9})
+    assert (part.hit, part.evidence_elsewhere) == ("", "resetsAt 1764518400")
+    assert (part.cut_before, len(part.before)) == (1000, detail.TAIL_CHARS)
+
+
+def test_long_text_is_cut_around_the_evidence_and_controls_are_visible() -> None:
+    """Only the evidence's surroundings are shown; ANSI escapes show as ␛, offsets intact."""
+    text = "y" * 3000 + "\x1b[1mhit\x1b[0m" + "z" * 3000
+    start = text.index("hit")
+    part = detail.excerpt(text, {"text": "hit", "start": start, "end": start + 3})
+    assert part.hit == "hit"
+    assert part.before.endswith("␛[1m") and part.after.startswith("␛[0m")
+    assert (part.cut_before, part.cut_after) == (start - detail.CONTEXT_CHARS, 3000 + 4 - 2000)
+
+
+def test_a_mark_moved_later_than_its_reset_is_held_for_the_account() -> None:
+    """due_at later than reset + resolution + delay (and than arming) means the account held it."""
+    held = mark(
+        state="armed", reset_at="2026-11-30T16:00:00Z", resolution_s=60, armed_by="alice",
+        armed_at="2026-11-30T13:06:00Z", due_at="2026-11-30T18:01:30Z", account_key="team-a",
+    )  # fmt: skip
+    shown = views.mark_view(held, resume_delay_s=30)
+    assert shown is not None and shown.detail is not None
+    assert shown.detail.startswith("held for the account team-a")
+    on_time = held | {"due_at": "2026-11-30T16:01:30Z"}
+    armed_late = held | {"armed_at": "2026-11-30T18:01:30Z"}
+    for plain in (on_time, armed_late):
+        shown = views.mark_view(plain, resume_delay_s=30)
+        assert shown is not None and shown.detail == "armed by alice; resumes once, after the reset"
+
+
+@pytest.mark.parametrize(
+    ("state", "the_mark", "kind", "enabled"),
+    [
+        ("paused", mark(state="armed"), "disarm", True),
+        ("paused", mark(state="claimed"), "disarm", True),
+        ("paused", mark(state="sending"), "none", True),
+        ("paused", mark(state="uncertain"), "resolve", True),
+        ("paused", mark(state="cleared", offer={"available": True}), "arm", True),
+        ("paused", mark(offer={"available": False, "code": "reset_not_stated"}), "arm", False),
+        ("paused", mark(offer={"code": "native_auto_continue"}), "arm_despite_native", True),
+        ("paused", mark(state="done", offer={"code": "attempt_already_resumed"}), "none", True),
+        ("running", mark(offer={"code": "not_paused_on_provider_limit"}), "none", True),
+    ],
+)
+def test_each_state_offers_the_one_action_that_fits(
+    state: str, the_mark: dict[str, Any], kind: str, enabled: bool
+) -> None:
+    """Off for a live mark, settle for an uncertain one, on where the API accepts it, else the
+    reason (a disabled button only where the session is paused)."""
+    action = views.action_for(state, the_mark)
+    assert (action.kind, action.enabled) == (kind, enabled)
+
+
+def test_banner_words_for_sign_in_and_for_no_reset() -> None:
+    """A sign-in banner names its command as code; a no_reset one says what to do instead."""
+    login = views.banner_view(
+        {"failure_kind": "login_required", "reset_at": None, "banner": {
+            "business": "Paused · sign-in needed", "detail": "run `/login`",
+            "technical": "login_required: verdict login_required from claude"}}
+    )  # fmt: skip
+    assert login is not None and (login.detail, login.command) == ("run", "/login")
+    credits = views.banner_view(
+        {"failure_kind": "provider_quota", "reset_at": None, "banner": {
+            "business": "Paused · provider limit", "detail": "waiting will not help",
+            "technical": "provider_quota: verdict provider_quota from codex; refusal no_reset: x"}}
+    )  # fmt: skip
+    assert credits is not None
+    assert credits.detail == "waiting will not help: add credits or raise the limit"
