@@ -19,11 +19,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     from app import parse_cli, service_cli
+    from app.runner import run_cli, views_cli
     from app.sweeper import cli as sweeper_cli
 
     parse_cli.register(commands)
     service_cli.register(commands)
     sweeper_cli.register(commands)
+    run_cli.register(commands)
+    views_cli.register(commands)
     return parser
 
 

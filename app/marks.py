@@ -32,10 +32,11 @@ def claim_due_marks(
     claimed_by: str,
     lease_s: float,
     exclude_accounts: Sequence[str] = (),
+    only_ids: Sequence[int] | None = None,
 ) -> list[MarkRow]:
     """Claim up to `limit` armed marks with due_at <= now, earliest first, each with a fresh
     attempt key and a lease until now + lease_s; marks of `exclude_accounts` (accounts with
-    as many resumes in flight as they may have) stay armed."""
+    as many resumes in flight as they may have) stay armed; with `only_ids`, only those."""
     if limit <= 0:
         return []
     claimed = mark_repo.claim_due(
@@ -46,6 +47,7 @@ def claim_due_marks(
         lease_s=lease_s,
         batch_key=secrets.token_hex(8),
         exclude_accounts=exclude_accounts,
+        only_ids=only_ids,
     )
     for mark in claimed:
         repo.append_mark_event(

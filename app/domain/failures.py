@@ -144,7 +144,10 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
     point = FailurePoint(report.run_id, report.attempt, report.observed_at)
     # Marks first: their compare-and-set statements must not flush half-built rows.
     _clear_overtaken_mark(db, open_marks, point, ctx)
-    settle_marks(db, open_marks, report.run_id, report.attempt, ctx, source="reported failed")
+    settle_marks(
+        db, open_marks, report.run_id, report.attempt, ctx, source="reported failed",
+        failure_kind=read.failure_kind,
+    )  # fmt: skip
     current = _current_point(db, session)
     if current is None or is_newer(point, current):
         session.current_run_id, session.current_attempt = report.run_id, report.attempt

@@ -182,11 +182,24 @@ def settle_by_later_attempt(
 
 
 def settle_marks(
-    db: Session, marks: list[MarkRow], run_id: str, attempt: int, ctx: Context, *, source: str
+    db: Session,
+    marks: list[MarkRow],
+    run_id: str,
+    attempt: int,
+    ctx: Context,
+    *,
+    source: str,
+    failure_kind: str | None = None,
 ) -> None:
     """Attempt `attempt` of the run was seen: of `marks`, those on earlier attempts of the run
     that were being sent (or are uncertain) landed, so they are done; armed or claimed ones
-    were overtaken by hand (cleared, manual_resume)."""
+    were overtaken by hand (cleared, manual_resume).
+
+    Except when that attempt failed with `conversation_missing`: the resume reached the host
+    but found nothing to continue, so the mark ends failed (never done, and never re-fired)."""
+    if failure_kind == "conversation_missing":
+        _fail_for_missing_conversation(db, marks, run_id, attempt, ctx)
+        return
     for mark in marks:
         if mark.run_id != run_id or mark.attempt >= attempt or mark.state not in OPEN_STATES:
             continue
@@ -215,6 +228,35 @@ def settle_marks(
                 mark_id=done.id,
                 detail={"proof": f"attempt {attempt} {source}"},
             )
+
+
+def _fail_for_missing_conversation(
+    db: Session, marks: list[MarkRow], run_id: str, attempt: int, ctx: Context
+) -> None:
+    """sending | uncertain -> failed (conversation_missing) for the run's earlier attempts;
+    armed or claimed ones are cleared as overtaken, as any later report clears them."""
+    for mark in marks:
+        if mark.run_id != run_id or mark.attempt >= attempt or mark.state not in OPEN_STATES:
+            continue
+        assert mark.id is not None
+        if mark.state in ("armed", "claimed"):
+            clear_live_mark(db, mark.root_id, "new_failure", ctx, live=mark)
+            continue
+        failed = mark_repo.move_mark(
+            db,
+            mark.id,
+            from_states=("sending", "uncertain"),
+            to_state="failed",
+            now=ctx.now,
+            outcome="conversation_missing",
+            outcome_detail=f"attempt {attempt} of run {run_id} found no conversation to continue",
+            lease_until=None,
+        )
+        if failed is not None:
+            repo.append_mark_event(
+                db, failed, ctx.now, "mark_failed", actor=ctx.actor,
+                detail={"outcome": "conversation_missing", "proof": f"attempt {attempt} reported"},
+            )  # fmt: skip
 
 
 def resolve_mark(

@@ -129,10 +129,12 @@ def claim_due(
     lease_s: float,
     batch_key: str,
     exclude_accounts: Sequence[str] = (),
+    only_ids: Sequence[int] | None = None,
 ) -> list[MarkRow]:
     """Claim up to `limit` armed marks due at `now`, earliest first, in one statement.
 
-    Marks of `exclude_accounts` are left armed. Each claimed mark gets the attempt key
+    Marks of `exclude_accounts` are left armed; with `only_ids`, only those marks are looked at
+    (`rewake run` firing its own session's mark). Each claimed mark gets the attempt key
     `<batch_key>-<id>`. On PostgreSQL the candidates are
     picked in a MATERIALIZED CTE with FOR UPDATE SKIP LOCKED, so concurrent sweepers never
     claim the same mark and never wait on each other; SQLite serializes writers instead.
@@ -147,6 +149,8 @@ def claim_due(
                 col(MarkRow.account_key).not_in(list(exclude_accounts)),
             )
         )
+    if only_ids is not None:
+        candidates = candidates.where(col(MarkRow.id).in_(list(only_ids)))
     due = (
         candidates.order_by(col(MarkRow.due_at), col(MarkRow.id))
         .limit(limit)

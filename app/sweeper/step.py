@@ -182,14 +182,18 @@ def claim_or_expire(
     lease_s: float,
     exclude_accounts: Sequence[str] = (),
     host_unseen_s: float | None = None,
+    only_ids: Sequence[int] | None = None,
 ) -> Claimed:
     """`claim`, after expiring, in the same transaction, the due marks whose host was last
-    seen more than `host_unseen_s` before `now` (when set): such a mark is never claimed."""
+    seen more than `host_unseen_s` before `now` (when set): such a mark is never claimed.
+    With `only_ids`, only those marks are claimed (`rewake run` firing its own mark)."""
     if limit <= 0:
         return Claimed([], [])
     with database.writer() as db, db.begin():
         expired = _expire_host_unseen(db, now, host_unseen_s, due_only=True)
-        rows = claim_due_marks(db, now, limit, sweeper_id, lease_s, exclude_accounts)
+        rows = claim_due_marks(
+            db, now, limit, sweeper_id, lease_s, exclude_accounts, only_ids=only_ids
+        )
     return Claimed([Claim.of(row) for row in rows], expired)
 
 

@@ -1,0 +1,286 @@
+"""One supervised session, attempt after attempt: run the CLI, record the attempt through the
+store, report a failure, arm auto-resume, wait, and run the provider's resume form.
+
+The first attempt is recorded `started` as the CLI is spawned. A resumed attempt is recorded
+`started` only once the CLI shows the conversation under way (Provider.proves_started): that
+record is what settles the mark `done` in the service, so a resume that finds no conversation
+never counts as landed; its `conversation_missing` report ends the mark `failed` instead.
+"""
+
+from __future__ import annotations
+
+import shlex
+import uuid
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from app.runner import records
+from app.runner.outcome import Classified, classify, failure_body
+from app.runner.providers import Provider
+from app.runner.records import RunRecord
+from app.runner.store import JSON, HttpStore, Store, StoreError
+from app.runner.supervise import Finished, Hooks, supervise
+from app.runner.waiting import Fire, Settled, finish, instant, local_clock, wait_for_mark
+
+#: What a resume started by hand tells the agent unless the user gives a prompt.
+MANUAL_PROMPT = "Continue the task from where it stopped."
+#: `rewake run`'s exit status after Ctrl-C, as a shell reports SIGINT.
+EXIT_INTERRUPTED = 130
+
+
+@dataclass
+class Options:
+    auto_resume: bool = False
+    #: Wait in the foreground for an armed mark (not in a resume a sweeper started).
+    wait: bool = True
+    zone: str | None = None
+    resume_prompt: str = ""
+    stop_grace_s: float = 5.0
+    env: dict[str, str] | None = None
+
+
+@dataclass
+class Step:
+    """What to run next: an argv as attempt `attempt`."""
+
+    argv: list[str]
+    attempt: int
+    #: Record `started` only once the CLI proves the conversation under way (resumes).
+    gated: bool
+    #: A missing conversation may start a fresh one on the saved work directory.
+    fresh_allowed: bool
+    fire: Fire | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+class Runner:
+    def __init__(
+        self,
+        store: Store,
+        record: RunRecord,
+        provider: Provider,
+        options: Options,
+        *,
+        out: IO[str],
+        err: IO[str],
+    ) -> None:
+        self.store = store
+        self.record = record
+        self.provider = provider
+        self.options = options
+        self.out = out
+        self.err = err
+
+    # -- argv ----------------------------------------------------------------------------
+
+    @property
+    def program(self) -> str:
+        return str(self.record.extra.get("program") or self.provider.name)
+
+    def resume_step(self, prompt: str, *, fresh_allowed: bool, fire: Fire | None = None) -> Step:
+        """The provider's resume form as the next attempt (a fresh start when no conversation
+        id was ever recorded and that is allowed)."""
+        attempt = self.record.attempt + 1
+        session_id = self.record.cli_session_id
+        if session_id is None:
+            return Step([], attempt, True, fresh_allowed, fire)  # run() reports it missing
+        argv = self.provider.resume_argv(self.program, self.record.args, session_id, prompt)
+        return Step(argv, attempt, True, fresh_allowed, fire)
+
+    def fresh_argv(self) -> list[str]:
+        session_id = None if self.provider.name != "claude" else str(uuid.uuid4())
+        self.record.cli_session_id = session_id
+        return self.provider.fresh_argv(self.program, self.record.args, session_id)
+
+    # -- one attempt ---------------------------------------------------------------------
+
+    def _say(self, text: str, *, error: bool = False) -> None:
+        stream = self.err if error else self.out
+        stream.write(text + "\n")
+        stream.flush()
+
+    def _started(self, attempt: int) -> None:
+        try:
+            self.store.record_attempt(self.record.root_id, self.record.run_id, attempt, "started")
+        except StoreError as refused:
+            self._say(f"rewake: attempt {attempt} not recorded as started: {refused}", error=True)
+
+    def _session(self, session_id: str) -> None:
+        if session_id != self.record.cli_session_id:
+            if self.record.cli_session_id is not None:
+                self._say(f"· the CLI's session id is now {session_id}")
+            self.record.cli_session_id = session_id
+            records.save(self.record)
+
+    def attempt(self, argv: list[str], attempt: int, *, gated: bool) -> Finished:
+        self.record.attempt = attempt
+        records.save(self.record)
+        log = records.log_path(self.record.root_id, self.record.run_id, attempt)
+        self._say(f"▶ {self.record.root_id} attempt {attempt}: {shlex.join(argv)}")
+        self._say(f"  log: {log}")
+        if not gated:
+            self._started(attempt)
+        hooks = Hooks(
+            on_started=(lambda: self._started(attempt)) if gated else (lambda: None),
+            on_session=self._session,
+        )
+        return supervise(
+            argv, provider=self.provider, cwd=self.record.cwd, log=log, env=self.options.env,
+            hooks=hooks, stop_grace_s=self.options.stop_grace_s, out=self.out, err=self.err,
+        )  # fmt: skip
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def run(self, step: Step) -> int:
+        """Run `step`, and the resumes that follow it; `rewake run`'s exit status."""
+        while True:
+            if not step.argv and step.fresh_allowed:
+                self._say("⚠ rewake recorded no conversation id to resume: starting a FRESH "
+                          f"conversation in {self.record.cwd} (--fresh-if-missing)")  # fmt: skip
+                step.argv, step.gated = self.fresh_argv(), True
+            if not step.argv:
+                return self._no_conversation(step)
+            finished = self.attempt(step.argv, step.attempt, gated=step.gated)
+            verdict = classify(self.provider, finished, self.options.zone)
+            if verdict.missing_conversation and not finished.halted and step.fresh_allowed:
+                self._say(
+                    f"⚠ conversation {self.record.cli_session_id} not found: starting a FRESH "
+                    f"conversation in {self.record.cwd} with the original task "
+                    "(--fresh-if-missing)"
+                )
+                finished = self.attempt(self.fresh_argv(), step.attempt, gated=True)
+                verdict = classify(self.provider, finished, self.options.zone)
+            answer = self._record_end(finished, verdict, step.attempt)
+            if step.fire is not None:
+                self._finish_fire(step.fire, finished, verdict)
+            if not verdict.failed:
+                return 0
+            code = self._exit_code(finished)
+            if finished.halted:
+                self._say(f"■ stopped. Resume it with: rewake run --resume {self.record.root_id}")
+                return EXIT_INTERRUPTED
+            if answer is None:
+                return code
+            mark = self._offer(answer)
+            if mark is None or not self.options.wait:
+                return code
+            waited = wait_for_mark(self.store, self.record.root_id, mark, out=self.out)
+            if isinstance(waited, Settled):
+                return self._settled(waited.mark, code)
+            self._say(f"▶ firing auto-resume (mark {waited.delivery.mark_id}) in the foreground")
+            step = self.resume_step(
+                self.options.resume_prompt, fresh_allowed=self.record.fresh_if_missing,
+                fire=waited,
+            )  # fmt: skip
+
+    def _exit_code(self, finished: Finished) -> int:
+        if finished.exit_code > 0:
+            return finished.exit_code
+        return 1  # stopped by a signal, or a stop the CLI ended with status 0
+
+    def _record_end(self, finished: Finished, verdict: Classified, attempt: int) -> JSON | None:
+        """Completed, or the failure report's answer (None if the store refused it)."""
+        root, run = self.record.root_id, self.record.run_id
+        try:
+            if not verdict.failed:
+                if not finished.started:
+                    self.store.record_attempt(root, run, attempt, "started")
+                self.store.record_attempt(root, run, attempt, "completed")
+                self._say(f"✓ {root} attempt {attempt} completed")
+                return None
+            body = failure_body(finished, verdict, attempt=attempt,
+                                provider=self.provider.name, zone=self.options.zone)  # fmt: skip
+            answer = self.store.report_failure(root, run, body)
+        except StoreError as refused:
+            self._say(f"rewake: the attempt was not recorded: {refused}", error=True)
+            return None
+        self._banner(answer, verdict)
+        return answer
+
+    def _banner(self, answer: JSON, verdict: Classified) -> None:
+        banner = answer.get("banner") or {}
+        self._say(f"■ {banner.get('business', 'Stopped')} — {banner.get('detail', '')}")
+        reset_at = (answer.get("verdict") or {}).get("reset_at")
+        if reset_at and answer.get("failure_kind") == "provider_quota":
+            when = instant(str(reset_at)).astimezone()
+            self._say(f"  the limit resets at {when:%Y-%m-%d %H:%M:%S %Z} (local time)")
+        if verdict.missing_conversation:
+            self._say(
+                f"  start a fresh conversation in {self.record.cwd} with: "
+                f"rewake run --resume {self.record.root_id} --fresh-if-missing"
+            )
+
+    def _offer(self, answer: JSON) -> JSON | None:
+        """Arm auto-resume when asked for (the mark), else say how to."""
+        if answer.get("failure_kind") == "conversation_missing":
+            return None  # resuming it again cannot help; _banner said how to start afresh
+        if answer.get("failure_kind") != "provider_quota":
+            self._say(f"  resume by hand: rewake run --resume {self.record.root_id}")
+            return None
+        name = self.record.root_id
+        if not self.options.auto_resume:
+            offer = answer.get("auto_resume") or {}
+            if offer.get("available"):
+                self._say(f"  resume automatically after the reset: rewake auto-resume {name} on")
+            else:
+                self._say(f"  auto-resume is not offered: {offer.get('detail')}")
+            return None
+        try:
+            mark = self.store.set_auto_resume(name, enabled=True)
+        except StoreError as refused:
+            self._say(f"  auto-resume not armed: {refused.detail} ({refused.code})")
+            return None
+        self._say(f"  auto-resume armed by {mark.get('armed_by')}: due at "
+                  f"{local_clock(instant(str(mark['due_at'])))}")  # fmt: skip
+        if isinstance(self.store, HttpStore):
+            for warning in mark.get("warnings") or []:
+                self._say(f"  note: {warning}")
+        return mark
+
+    def _settled(self, mark: JSON, code: int) -> int:
+        state = mark.get("state")
+        if state == "done":
+            log = records.log_path(self.record.root_id, self.record.run_id, self.record.attempt + 1)
+            self._say(f"✓ a sweeper resumed {self.record.root_id}; its output goes to {log}")
+            return 0
+        self._say(
+            f"■ auto-resume {state}: {mark.get('outcome_detail') or mark.get('clear_reason')}"
+        )
+        return code
+
+    def _finish_fire(self, fire: Fire, finished: Finished, verdict: Classified) -> None:
+        if finished.started:
+            state, code, detail = "done", "resumed_in_foreground", None
+        elif verdict.missing_conversation:
+            state, code, detail = "failed", "conversation_missing", "no conversation to continue"
+        else:
+            state, code, detail = "failed", f"exit_{finished.exit_code}", None
+        finish(fire, finished.ended_at, state, code, detail)
+
+    def _no_conversation(self, step: Step) -> int:
+        """A resume with no conversation id on record: reported as conversation_missing."""
+        from datetime import UTC, datetime
+
+        now = datetime.now(UTC)
+        body: dict[str, Any] = {
+            "attempt": step.attempt, "message": "rewake recorded no conversation id to resume",
+            "observed_at": now.isoformat(), "provider": self.provider.name,
+            "failure_kind": "conversation_missing", "capture": "live",
+        }  # fmt: skip
+        self.record.attempt = step.attempt
+        records.save(self.record)
+        try:
+            answer = self.store.report_failure(self.record.root_id, self.record.run_id, body)
+        except StoreError as refused:
+            self._say(f"rewake: the attempt was not recorded: {refused}", error=True)
+        else:
+            self._banner(answer, Classified(True, _none_verdict(), True, "conversation_missing"))
+        if step.fire is not None:
+            finish(step.fire, now, "failed", "conversation_missing", "no conversation id")
+        return 4
+
+
+def _none_verdict() -> Any:
+    from parsers.verdict import Verdict
+
+    return Verdict(kind="none")

@@ -1,0 +1,301 @@
+"""`rewake hook`, `rewake ls`, `rewake show`, `rewake auto-resume` and `rewake doctor`.
+
+Registered from app/cli.py; like the other commands they import the store, rich and the domain
+only inside the functions that run them, so `rewake parse` keeps its fast start. Each command
+reads the clock once and passes `now` down.
+
+Exit statuses (the hook's is always 0: Claude Code must never be disturbed by it):
+  0  done
+  1  `rewake doctor` found something rewake needs missing or broken
+  2  bad usage (argparse)
+  3  the store refused by its rules (409: e.g. auto-resume not offered for this failure)
+  4  no such session (unknown, deleted, or not a valid name)
+  5  the store could not be used (unreachable service, bad configuration, unauthorized, ...)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+EXIT_OK, EXIT_DOCTOR, EXIT_REFUSED, EXIT_NOT_FOUND, EXIT_STORE = 0, 1, 3, 4, 5
+NOT_FOUND_CODES = frozenset({"session_not_found", "session_deleted", "invalid_request"})
+HOOK_TIMEOUT_S = 20.0
+
+
+def register(commands: Any) -> None:
+    hook = commands.add_parser(
+        "hook",
+        help="report a failed turn of an interactive CLI (Claude Code's StopFailure hook)",
+        description=(
+            "Read Claude Code's StopFailure hook JSON on stdin and report the failure to rewake. "
+            "Always exits 0: problems are one line on stderr (and in <state dir>/hook.log)."
+        ),
+    )
+    hook.add_argument("provider", choices=["claude"])
+    hook.add_argument(
+        "--auto-resume",
+        action="store_true",
+        help="arm the resume at once when the failure is a provider limit with a stated reset",
+    )
+    hook.add_argument(
+        "--timeout", type=float, default=HOOK_TIMEOUT_S, help="give up after this many seconds"
+    )
+    hook.set_defaults(func=run_hook_command)
+
+    ls = commands.add_parser("ls", help="list sessions: state, reset, resume due, mark")
+    ls.add_argument("--state", choices=["running", "paused", "finished", "cancelled"])
+    ls.add_argument("--provider", choices=["claude", "codex", "gemini"])
+    ls.add_argument("--limit", type=int, default=50, choices=range(1, 201), metavar="1..200")
+    ls.add_argument("--json", action="store_true", help="the sessions with their marks, as JSON")
+    ls.set_defaults(func=run_ls)
+
+    show = commands.add_parser("show", help="one session: banner, countdowns, mark, timeline")
+    show.add_argument("name", help="the session's root id (as `rewake ls` shows it)")
+    show.add_argument("--json", action="store_true", help="the session as the API returns it")
+    show.set_defaults(func=run_show)
+
+    resume = commands.add_parser(
+        "auto-resume", help="turn auto-resume on or off for a session paused on a limit"
+    )
+    resume.add_argument("name", help="the session's root id")
+    resume.add_argument("switch", choices=["on", "off"])
+    resume.add_argument(
+        "--despite-native",
+        action="store_true",
+        help="arm even though the CLI says it continues by itself",
+    )
+    resume.add_argument(
+        "--fresh-if-missing",
+        action="store_true",
+        help="if the conversation is gone at resume time, start a fresh one in its directory",
+    )
+    resume.add_argument("--json", action="store_true", help="print the mark as JSON")
+    resume.set_defaults(func=run_auto_resume)
+
+    doctor = commands.add_parser(
+        "doctor", help="check the CLIs' flags, the store, the sweeper and the state dir"
+    )
+    doctor.set_defaults(func=run_doctor_command)
+
+
+def display_zone() -> tzinfo | None:
+    """REWAKE_DISPLAY_ZONE when it names a zone, else the terminal's local zone (None)."""
+    from zoneinfo import ZoneInfo
+
+    name = os.environ.get("REWAKE_DISPLAY_ZONE")
+    if name:
+        try:
+            return ZoneInfo(name)
+        except (ValueError, KeyError, OSError):
+            print(f"rewake: REWAKE_DISPLAY_ZONE {name!r} is no zone; local time", file=sys.stderr)
+    return None
+
+
+def _store_failure(command: str, error: Exception) -> int:
+    """One line for a store that refused or failed; the exit status that says which."""
+    from app.runner.store import StoreError
+
+    if not isinstance(error, StoreError):
+        print(f"rewake {command}: the store failed: {type(error).__name__}: {error}",
+              file=sys.stderr)  # fmt: skip
+        return EXIT_STORE
+    print(f"rewake {command}: {error.code}: {error.detail}", file=sys.stderr)
+    if error.code in NOT_FOUND_CODES:
+        return EXIT_NOT_FOUND
+    return EXIT_REFUSED if error.status == 409 else EXIT_STORE
+
+
+def _with_store(command: str, work: Callable[[Any], int]) -> int:
+    """Open the store, run `work`, close it; any store problem is one line and a status."""
+    from app.runner.store import open_store
+
+    try:
+        store = open_store()
+    except Exception as error:  # a bad URL or database: one line, no traceback
+        return _store_failure(command, error)
+    try:
+        return work(store)
+    except Exception as error:  # only the store's own failures are caught below
+        from app.runner.store import StoreError
+
+        if isinstance(error, StoreError) or _is_database_error(error):
+            return _store_failure(command, error)
+        raise
+    finally:
+        store.close()
+
+
+def _is_database_error(error: Exception) -> bool:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return isinstance(error, SQLAlchemyError | OSError)
+
+
+def run_ls(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from app.runner import views
+    from app.runner.store import StoreError
+
+    now, zone = datetime.now(UTC), display_zone()
+    filters = {k: v for k in ("state", "provider") if (v := getattr(args, k))}
+
+    def work(store: Any) -> int:
+        listing = store.list_sessions(limit=args.limit, **filters)
+        sessions = []
+        for summary in listing.get("sessions", []):
+            try:
+                mark = store.get_mark(summary["root_id"])
+            except StoreError:
+                mark = None  # deleted between the two calls
+            sessions.append({**summary, "mark": mark})
+        if args.json:
+            print(json.dumps({"sessions": sessions, "next_offset": listing.get("next_offset")},
+                             indent=2, ensure_ascii=False))  # fmt: skip
+            return EXIT_OK
+        if not sessions:
+            print("no sessions" + (f" ({_words(filters)})" if filters else ""))
+            return EXIT_OK
+        rows = [views.ls_row(s, s["mark"], now, zone) for s in sessions]
+        console = Console(highlight=False)
+        console.print(views.ls_renderable(rows, console.width))
+        return EXIT_OK
+
+    return _with_store("ls", work)
+
+
+def _words(filters: dict[str, str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in filters.items())
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from app.runner import views
+
+    now, zone = datetime.now(UTC), display_zone()
+
+    def work(store: Any) -> int:
+        session = store.get_session(args.name)
+        if args.json:
+            print(json.dumps(session, indent=2, ensure_ascii=False))
+        else:
+            Console(highlight=False).print(views.show_view(session, now, zone))
+        return EXIT_OK
+
+    return _with_store("show", work)
+
+
+def run_auto_resume(args: argparse.Namespace) -> int:
+    from app.runner import records, views
+    from app.runner.store import StoreError
+
+    now, zone = datetime.now(UTC), display_zone()
+    enabled = args.switch == "on"
+
+    def work(store: Any) -> int:
+        try:
+            mark = store.set_auto_resume(
+                args.name, enabled=enabled, despite_native=args.despite_native
+            )
+        except StoreError as error:
+            if error.status != 409:
+                raise
+            words = views.refusal_words(error.code, error.detail)
+            print(f"rewake auto-resume: refused ({error.code}): {words}", file=sys.stderr)
+            return EXIT_REFUSED
+        if args.fresh_if_missing:
+            print(_set_fresh_if_missing(records, args.name, enabled))
+        if args.json:
+            print(json.dumps(mark, indent=2, ensure_ascii=False))
+        else:
+            for line in views.mark_lines(mark, args.name, now, zone):
+                print(line)
+        return EXIT_OK
+
+    return _with_store("auto-resume", work)
+
+
+def _set_fresh_if_missing(records: Any, root_id: str, enabled: bool) -> str:
+    if not enabled:
+        return "--fresh-if-missing: ignored when turning auto-resume off"
+    record = records.load(root_id)
+    if record is None:
+        return (
+            f"--fresh-if-missing: no local record for {root_id} in {records.state_dir()}; "
+            "the flag is for sessions rewake run or rewake hook started on this machine"
+        )
+    record.fresh_if_missing = True
+    records.save(record)
+    return f"--fresh-if-missing: a missing conversation will be started fresh in {record.cwd}"
+
+
+def run_doctor_command(args: argparse.Namespace) -> int:
+    from app.runner.doctor import run_doctor
+
+    lines, status = run_doctor(os.environ, datetime.now(UTC))
+    for line in lines:
+        print(line)
+    return status
+
+
+def run_hook_command(args: argparse.Namespace) -> int:
+    """The hook, bounded in time: whatever happens, exit 0 within `--timeout` seconds."""
+    lines: list[str] = []
+    worker = threading.Thread(target=_hook_worker, args=(args, lines), daemon=True)
+    worker.start()
+    worker.join(max(args.timeout, 0.1))
+    if worker.is_alive():
+        # The report may still land; Claude Code must not wait for it. The daemon thread dies
+        # with the process (a SQLite write in flight is rolled back, never half-done).
+        lines.append(f"gave up after {args.timeout:g} s (store slow or stdin never closed)")
+    _say(lines)
+    return EXIT_OK
+
+
+def _hook_worker(args: argparse.Namespace, lines: list[str]) -> None:
+    from app.runner import hook
+    from app.runner.store import open_store
+
+    try:
+        if sys.stdin is None or sys.stdin.isatty():
+            lines.append("reads Claude Code's StopFailure JSON on stdin (see docs/providers.md)")
+            return
+        raw = sys.stdin.buffer.read(hook.MAX_STDIN_BYTES + 1)
+        if len(raw) > hook.MAX_STDIN_BYTES:
+            lines.append(f"ignored: stdin is over {hook.MAX_STDIN_BYTES} bytes, not a payload")
+            return
+        result = hook.run_hook(
+            raw.decode("utf-8", errors="replace"),
+            now=datetime.now(UTC),
+            env=os.environ,
+            open_store=open_store,
+            auto_resume=args.auto_resume,
+            zone=hook.host_zone(),
+        )
+        lines.extend(result.lines)
+    except Exception as error:  # the hook never breaks Claude: one line instead
+        lines.append(f"failed: {type(error).__name__}: {error}")
+
+
+def _say(lines: list[str]) -> None:
+    """Each line on stderr and appended to <state dir>/hook.log (Claude Code shows neither)."""
+    from app.runner.records import state_dir
+
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    for line in lines:
+        print(f"rewake hook: {line}", file=sys.stderr)
+    try:
+        log = state_dir() / "hook.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as out:
+            out.writelines(f"{stamp} {line}\n" for line in lines)
+    except OSError:
+        pass  # the log is a convenience; stderr already has the lines

@@ -1,0 +1,141 @@
+"""`rewake run --auto-resume` waiting in the foreground for its mark to fall due.
+
+When a sweeper is alive (a heartbeat within the last 90 s, as /readyz counts them), rewake run
+only watches the mark: the sweeper fires it. When none is, and the store is the local database,
+rewake run fires the mark itself through the sweeper's own steps (`claim_or_expire` for this
+mark only, then `start`, which commits `sending` before anything runs): every transition is
+the same compare-and-set, so if a sweeper starts meanwhile exactly one of them wins. With an
+HTTP store the service's sweeper fires it, and rewake run polls the mark.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import IO, Any
+
+from app.domain.banners import describe_wait
+from app.runner.store import JSON, LocalStore, Store
+
+#: Mark states that will not change by themselves any more (uncertain waits for a person).
+SETTLED = ("done", "failed", "uncertain", "superseded", "logged", "cleared", "expired")
+
+
+@dataclass(frozen=True)
+class Fire:
+    """This process claimed the mark and moved it to `sending`: it must run the resume now and
+    record how the send ended (`finish`)."""
+
+    store: LocalStore
+    delivery: Any  # app.executors.base.Delivery (imported lazily: rewake parse starts fast)
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The mark ended without this process firing it: fired by a sweeper, cleared, expired."""
+
+    mark: JSON
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def instant(value: str) -> datetime:
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def local_clock(at: datetime) -> str:
+    return at.astimezone().strftime("%H:%M:%S %Z")
+
+
+def sweeper_alive(store: LocalStore, now: datetime) -> bool:
+    """A sweeper wrote a heartbeat within SWEEPER_FRESH_S of `now`."""
+    from app.repository import sessions as repo
+    from app.settings import SWEEPER_FRESH_S
+
+    with store.database.reader() as db:
+        seen = repo.latest_heartbeat(db)
+    return seen is not None and now - seen <= timedelta(seconds=SWEEPER_FRESH_S)
+
+
+def self_fire(store: LocalStore, mark_id: int, now: datetime) -> Fire | None:
+    """Claim and start this one mark as a sweeper would; None when another writer won (or
+    pacing holds it, in which case the claim is given back)."""
+    from app.sweeper import step
+    from app.sweeper.config import SweeperConfig
+
+    config = SweeperConfig.from_settings(store.settings)
+    database = store.database
+    now = step.database_clock(database, now)
+    claimed = step.claim_or_expire(
+        database, now, limit=1, sweeper_id=f"rewake-run:{socket.gethostname()}:{os.getpid()}",
+        lease_s=config.lease_s, host_unseen_s=config.host_unseen_s, only_ids=[mark_id],
+    )  # fmt: skip
+    if not claimed.claims:
+        return None
+    started = step.start(database, now, claimed.claims, config.pacing, lease_s=config.lease_s)
+    if started.deliveries:
+        return Fire(store, started.deliveries[0])
+    waiting = [claim for claim in claimed.claims if claim.mark_id in started.waiting]
+    if waiting:
+        step.release(database, now, waiting)
+    return None
+
+
+def finish(fire: Fire, now: datetime, state: str, code: str, detail: str | None) -> None:
+    """Record how the resume this process fired ended (a no-op when the resumed attempt's
+    own report already settled the mark)."""
+    from app.executors.base import Outcome
+    from app.sweeper import step
+
+    database = fire.store.database
+    outcome = Outcome(state, code, detail)  # type: ignore[arg-type]
+    step.finish(database, step.database_clock(database, now), fire.delivery, outcome)
+
+
+def wait_for_mark(
+    store: Store,
+    root_id: str,
+    mark: JSON,
+    *,
+    out: IO[str],
+    clock: Callable[[], datetime] = utc_now,
+    sleep: Callable[[float], None] = time.sleep,
+    poll_s: float = 2.0,
+    countdown_s: float = 60.0,
+) -> Fire | Settled:
+    """Wait until the mark is fired (here or by a sweeper) or otherwise settled."""
+    printed_at: float | None = None
+    polled_at = float("-inf")
+    while True:
+        now = clock()
+        due = instant(str(mark["due_at"]))
+        if printed_at is None or time.monotonic() - printed_at >= countdown_s:
+            printed_at = time.monotonic()
+            wait = describe_wait(due, now) if due > now else "now"
+            out.write(
+                f"⏳ auto-resume due at {local_clock(due)} ({wait}); Ctrl-C stops waiting and "
+                "leaves the mark armed\n"
+            )
+            out.flush()
+        if now >= due or time.monotonic() - polled_at >= poll_s:
+            polled_at = time.monotonic()
+            mark = store.get_mark(root_id)
+            state = mark.get("state")
+            if state in SETTLED:
+                return Settled(mark)
+            due = instant(str(mark["due_at"]))
+            ours = isinstance(store, LocalStore) and not sweeper_alive(store, now)
+            if state == "armed" and now >= due and ours:
+                assert isinstance(store, LocalStore)
+                fired = self_fire(store, int(mark["id"]), now)
+                if fired is not None:
+                    return fired
+        # Short sleeps that re-read the wall clock: the mark fires within a second of due_at.
+        ahead = (due - now).total_seconds()
+        sleep(min(0.25, ahead) if ahead > 0 else min(poll_s, 0.5))

@@ -1,0 +1,109 @@
+"""End to end with real processes on a real SQLite file: Claude Code's StopFailure hook reports
+a rejected rate limit, arms the resume, the terminal views show the armed mark, and a real
+sweeper with the command executor resumes the session exactly once, never before the reset."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sweeper_support import REPO, rewake_env, start_sweeper, stop_all, wait_until
+
+RECORDER = """import json, os, sys, time
+with open(sys.argv[1], "a", encoding="utf-8") as out:
+    env = {k: v for k, v in os.environ.items() if k.startswith("REWAKE_")}
+    out.write(json.dumps({"argv": sys.argv[2:], "env": env, "at": time.time()}) + "\\n")
+"""
+
+
+def rewake(
+    env: dict[str, str], *args: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "app.cli", *args], input=stdin, capture_output=True, text=True,
+        env=env, cwd=str(REPO), timeout=60, check=False,
+    )  # fmt: skip
+
+
+def stop_failure(tmp_path: Path, session_id: str, resets_at: int) -> str:
+    """A StopFailure payload whose transcript ends the way a rejected stream-json turn does."""
+    rows: list[dict[str, Any]] = [
+        {"type": "user", "message": {"role": "user", "content": "fix the tests"}, "uuid": "u-1"},
+        {"type": "rate_limit_event", "rate_limit_info": {"status": "rejected",
+         "resetsAt": resets_at, "rateLimitType": "five_hour"}, "session_id": session_id},
+        {"type": "assistant", "message": {"model": "<synthetic>", "role": "assistant", "content": [
+            {"type": "text", "text": "API Error: Request rejected (429) · The usage limit has "
+             "been reached"}]}, "isApiErrorMessage": True, "uuid": "a-2"},
+    ]  # fmt: skip
+    transcript = tmp_path / f"{session_id}.jsonl"
+    transcript.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return json.dumps({
+        "session_id": session_id, "transcript_path": str(transcript), "cwd": str(tmp_path),
+        "hook_event_name": "StopFailure", "error": "rate_limit",
+        "error_details": "429 Too Many Requests",
+        "last_assistant_message": "API Error: Request rejected (429) · The usage limit has been "
+        "reached", "permission_mode": "acceptEdits",
+    })  # fmt: skip
+
+
+def resumes(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+@pytest.mark.slow
+def test_the_hook_arms_and_a_real_sweeper_resumes_exactly_once(tmp_path: Path) -> None:
+    """`rewake hook claude --auto-resume` arms the mark (ls/show --json show it), and a sweeper
+    with the command executor runs the resume once, for that root and mark, after the reset."""
+    recorder, out = tmp_path / "recorder.py", tmp_path / "resumes.jsonl"
+    recorder.write_text(RECORDER)
+    command = [sys.executable, str(recorder), str(out), "{root_id}", "{mark_id}", "{session_id}"]
+    env = rewake_env(
+        f"sqlite:///{tmp_path / 'rewake.db'}", state_dir=tmp_path / "state", resume_delay_s=0,
+        executor="command", command=json.dumps(command), sweep_interval_s=1,
+    )  # fmt: skip
+    env["TZ"] = "Europe/Berlin"
+    session_id = str(uuid.uuid4())
+    root_id = f"claude-{session_id}"
+    resets_at = int(time.time()) + 6
+
+    hooked = rewake(env, "hook", "claude", "--auto-resume",
+                    stdin=stop_failure(tmp_path, session_id, resets_at))  # fmt: skip
+    assert hooked.returncode == 0
+    assert "auto-resume armed" in hooked.stderr, hooked.stderr
+
+    listing = json.loads(rewake(env, "ls", "--json").stdout)
+    [session] = listing["sessions"]
+    assert (session["root_id"], session["mark"]["state"]) == (root_id, "armed")
+    shown = json.loads(rewake(env, "show", root_id, "--json").stdout)
+    mark = shown["mark"]
+    assert (mark["state"], mark["run_id"], mark["attempt"]) == ("armed", "interactive", 1)
+    assert mark["reset_at"] == time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(resets_at))
+    fresh = rewake(env, "auto-resume", root_id, "on", "--fresh-if-missing")
+    assert fresh.returncode == 0 and "started fresh in" in fresh.stdout, fresh.stderr
+    record = json.loads((tmp_path / "state" / "runs" / f"{root_id}.json").read_text())
+    assert (record["cli_session_id"], record["fresh_if_missing"], record["cwd"]) == (
+        session_id, True, str(tmp_path),
+    )  # fmt: skip
+
+    sweeper = start_sweeper(env, tmp_path / "sweeper.log")
+    try:
+        assert wait_until(lambda: bool(resumes(out)), 40), (tmp_path / "sweeper.log").read_text()
+        time.sleep(3)  # several more sweeps: none may send it again
+    finally:
+        stop_all([sweeper])
+    [resume] = resumes(out)
+    assert resume["argv"][:4] == [root_id, str(mark["id"]), session_id, "--"]
+    assert resume["env"]["REWAKE_ROOT_ID"] == root_id
+    assert resume["env"]["REWAKE_MARK_ID"] == str(mark["id"])
+    assert resume["env"]["REWAKE_EXPECTED_ATTEMPT"] == "1"
+    assert resume["at"] >= resets_at  # never early
+    done = json.loads(rewake(env, "show", root_id, "--json").stdout)["mark"]
+    assert done["state"] == "done"

@@ -1,0 +1,54 @@
+"""`rewake run --auto-resume` beside a real `rewake sweep` process: the sweeper, not rewake run,
+fires the mark, through the command executor's `rewake run --resume-of {mark_id}`, exactly
+once; rewake run only watches the mark."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from conftest import migrate
+from run_support import attempts_of, epoch_in, make_run_env
+from sweeper_support import start_sweeper, stop_all, wait_until
+
+from app.db import Database
+from app.repository import sessions as repo
+
+
+def test_a_running_sweeper_fires_the_resume_through_the_command_executor(tmp_path: Path) -> None:
+    """With a sweeper alive, rewake run waits for it; the sweeper spawns `rewake run
+    --resume-of`, which runs `claude -p --resume` once in the session's directory."""
+    command = [sys.executable, "-m", "app.cli", "run", "--resume-of", "{mark_id}"]
+    run_env = make_run_env(tmp_path, executor="command", command=json.dumps(command))
+    migrate(run_env.database_url)
+    sweeper = start_sweeper(run_env.env, tmp_path / "sweeper.log")
+    database = Database(run_env.database_url)
+    try:
+
+        def heartbeat_seen() -> bool:
+            with database.reader() as db:
+                return repo.latest_heartbeat(db) is not None
+
+        assert wait_until(heartbeat_seen, 30), (tmp_path / "sweeper.log").read_text()
+        run_env.scenario({"do": "limit", "resets_at": epoch_in(1)}, {"do": "success"})
+        done = run_env.rewake("run", "--auto-resume", "--name", "sw1", "--", "claude", "-p", "go")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "a sweeper resumed sw1" in done.stdout
+
+        def resumed() -> bool:
+            attempts = attempts_of(run_env.session("sw1"))
+            return [a["status"] for a in attempts] == ["failed", "completed"]
+
+        assert wait_until(resumed, 30), (tmp_path / "sweeper.log").read_text()
+    finally:
+        stop_all([sweeper])
+        database.dispose()
+    calls = run_env.invocations()
+    assert len(calls) == 2
+    assert calls[1]["argv"][:2] == ["-p", "--resume"]
+    assert calls[1]["cwd"] == str(run_env.work)
+    mark = run_env.session("sw1")["mark"]
+    assert mark["state"] == "done"
+    assert not str(mark["claimed_by"]).startswith("rewake-run:")
+    assert run_env.log("sw1", 2).exists()

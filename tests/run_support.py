@@ -1,0 +1,120 @@
+"""Helpers for `rewake run`'s end-to-end tests: the stand-in CLIs on PATH, a scenario file, a
+state directory and a SQLite file in tmp_path, and readers for what happened."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sweeper_support import REPO, rewake_env
+
+STANDINS = REPO / "tests" / "standins"
+
+
+@dataclass
+class RunEnv:
+    """One test's world: where rewake and the stand-ins keep their state."""
+
+    tmp: Path
+    env: dict[str, str]
+    work: Path
+
+    @property
+    def database_url(self) -> str:
+        return self.env["REWAKE_DATABASE_URL"]
+
+    def scenario(self, *outcomes: dict[str, Any]) -> None:
+        """What the stand-ins do on each invocation, in order (the last one repeats)."""
+        path = self.tmp / "scenario.json"
+        path.write_text(json.dumps({"outcomes": list(outcomes)}))
+        for extra in (".n", ".lock"):
+            Path(str(path) + extra).unlink(missing_ok=True)
+
+    def invocations(self) -> list[dict[str, Any]]:
+        """Every stand-in invocation so far (`--version` calls left out)."""
+        path = self.tmp / "invocations.jsonl"
+        if not path.exists():
+            return []
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+    def rewake(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        """`rewake ARGS` run to its end in the work directory."""
+        return subprocess.run(
+            [sys.executable, "-m", "app.cli", *args], cwd=self.work, env=self.env,
+            capture_output=True, text=True, timeout=timeout, check=False,
+        )  # fmt: skip
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "app.cli", *args], cwd=self.work, env=self.env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+
+    def record(self, name: str) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(
+            (self.tmp / "state" / "runs" / f"{name}.json").read_text()
+        )
+        return data
+
+    def log(self, name: str, attempt: int) -> Path:
+        return self.tmp / "state" / "logs" / name / f"r1-attempt-{attempt}.log"
+
+    def session(self, name: str) -> dict[str, Any]:
+        """The session as the API shows it, read through the local store."""
+        from app.runner.store import LocalStore
+        from app.settings import Settings
+
+        store = LocalStore(Settings(database_url=self.database_url), migrate=False)
+        try:
+            return store.get_session(name)
+        finally:
+            store.close()
+
+
+def make_run_env(tmp_path: Path, **settings: object) -> RunEnv:
+    work = tmp_path / "work"
+    work.mkdir()
+    env = rewake_env(f"sqlite:///{tmp_path / 'rewake.db'}", resume_delay_s=0, **settings)
+    env.update(
+        PATH=os.pathsep.join([str(STANDINS), env.get("PATH", "")]),
+        REWAKE_STATE_DIR=str(tmp_path / "state"),
+        STANDIN_STATE=str(tmp_path / "standin-state"),
+        STANDIN_LOG=str(tmp_path / "invocations.jsonl"),
+        STANDIN_SCENARIO=str(tmp_path / "scenario.json"),
+        STANDIN_PIDFILE=str(tmp_path / "standin.pid"),
+        TZ="UTC",
+        PYTHONUNBUFFERED="1",
+    )
+    return RunEnv(tmp_path, env, work)
+
+
+@pytest.fixture
+def run_env(tmp_path: Path) -> RunEnv:
+    """Stand-in CLIs on PATH, rewake's state and database in tmp_path, no resume delay."""
+    return make_run_env(tmp_path)
+
+
+def epoch_in(seconds: float) -> int:
+    """An epoch (whole seconds, as Claude's resetsAt) at least `seconds` from now."""
+    return int(time.time() + seconds) + 1
+
+
+def attempts_of(session: dict[str, Any]) -> list[dict[str, Any]]:
+    return [attempt for run in session["runs"] for attempt in run["attempts"]]
+
+
+def first_event_session_id(log: Path) -> str | None:
+    """The session id the CLI reported first in an attempt's raw log."""
+    for line in log.read_text().splitlines():
+        if line.startswith("{"):
+            event = json.loads(line)
+            if event.get("session_id"):
+                return str(event["session_id"])
+    return None

@@ -1,0 +1,144 @@
+"""`rewake doctor` against fake `claude`/`codex`/`gemini` scripts on a PATH the test sets."""
+
+from __future__ import annotations
+
+import os
+import stat
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from sweeper_support import free_port
+
+from app.cli import main
+from app.runner import doctor
+
+NOW = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
+
+CLAUDE_HELP = """Usage: claude [options] [command] [prompt]
+  -p, --print                 Print response and exit
+  --output-format <format>    "text", "json" or "stream-json"
+  --verbose                   Override verbose mode
+  --session-id <uuid>         Use a specific session ID
+  -r, --resume [value]        Resume a conversation
+"""
+CODEX_HELP = "Commands:\n  exec     Run Codex non-interactively\n  resume   Resume a session\n"
+CODEX_EXEC_HELP = "Usage: codex exec [OPTIONS] [PROMPT]\nCommands:\n  resume\n  --json  JSONL\n"
+GEMINI_HELP = "  -p, --prompt  Prompt\n  -o, --output-format  json|stream-json\n  -r, --resume\n"
+
+
+def fake_cli(directory: Path, name: str, helps: dict[str, str], version: str = "1.0.0") -> Path:
+    """A shell script answering `--version` and the help commands in `helps` (argv -> text),
+    using only shell builtins: the test's PATH holds nothing else."""
+    cases = ""
+    for n, (argv, text) in enumerate(helps.items()):
+        page = directory / f".{name}-help-{n}.txt"
+        page.write_text(text)
+        cases += f'  "{argv}") while IFS= read -r line; do echo "$line"; done < "{page}" ;;\n'
+    script = directory / name
+    script.write_text(
+        f'#!/bin/sh\ncase "$*" in\n  "--version") echo "{version}" ;;\n{cases}'
+        '  *) echo "unknown: $*" >&2; exit 2 ;;\nesac\n'
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """A PATH of only the test's bin dir, a local SQLite store and state dir in tmp_path."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("REWAKE_URL", "REWAKE_TOKEN", "REWAKE_STATE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("REWAKE_DATABASE_URL", f"sqlite:///{tmp_path / 'r.db'}")
+    monkeypatch.setenv("REWAKE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    return dict(os.environ)
+
+
+def all_three(bin_dir: Path, claude_help: str = CLAUDE_HELP) -> None:
+    fake_cli(bin_dir, "claude", {"--help": claude_help}, "2.1.220 (Claude Code)")
+    fake_cli(bin_dir, "codex", {"--help": CODEX_HELP, "exec --help": CODEX_EXEC_HELP})
+    fake_cli(bin_dir, "gemini", {"--help": GEMINI_HELP}, "0.9.0")
+
+
+def test_all_flags_present_is_exit_0_with_versions(env: dict[str, str]) -> None:
+    """Three CLIs whose help mentions every needed flag: exit 0, each with its version."""
+    all_three(Path(env["PATH"]))
+    lines, status = doctor.run_doctor(env, NOW)
+    assert status == 0, lines
+    assert lines[0] == f"✓ claude: {Path(env['PATH']) / 'claude'} (2.1.220 (Claude Code))"
+    assert any(line.startswith("✓ codex:") for line in lines)
+    assert any(line.startswith("✓ gemini:") for line in lines)
+    assert any("not created yet" in line for line in lines)
+    assert "host zone: Europe/Berlin" in lines
+
+
+def test_a_claude_without_session_id_fails_and_names_the_flag(
+    env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rewake doctor` exits 1 when claude's --help lacks --session-id, and says so."""
+    help_text = CLAUDE_HELP.replace("--session-id <uuid>", "--fork <uuid>")
+    all_three(Path(env["PATH"]), claude_help=help_text)
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "missing flag --session-id (not in `claude --help`)" in out
+    assert "✗ claude" in out
+
+
+def test_codex_needs_json_in_the_exec_help(env: dict[str, str]) -> None:
+    """Codex's --json is looked for in `codex exec --help`, where it lives."""
+    bin_dir = Path(env["PATH"])
+    exec_help = CODEX_EXEC_HELP.replace("--json", "--jason")
+    fake_cli(bin_dir, "codex", {"--help": CODEX_HELP, "exec --help": exec_help})
+    check = doctor.check_cli("codex", env)
+    assert check.missing == ["--json (not in `codex exec --help`)"]
+
+
+def test_a_missing_cli_is_reported_but_only_none_at_all_fails(env: dict[str, str]) -> None:
+    """One CLI installed is fine (the others are listed as not on PATH); none is exit 1."""
+    lines, status = doctor.run_doctor(env, NOW)
+    assert status == 1 and "✗ none of claude, codex, gemini is on PATH" in lines
+    fake_cli(Path(env["PATH"]), "gemini", {"--help": GEMINI_HELP})
+    lines, status = doctor.run_doctor(env, NOW)
+    assert status == 0 and "- claude: not on PATH" in lines
+
+
+def test_a_help_that_fails_is_a_problem_not_a_crash(env: dict[str, str]) -> None:
+    """A CLI whose --help exits non-zero silently is reported as a problem."""
+    script = Path(env["PATH"]) / "claude"
+    script.write_text("#!/bin/sh\nexit 3\n")
+    script.chmod(0o755)
+    check = doctor.check_cli("claude", env)
+    assert not check.ok and "exited 3 without output" in check.problems[-1]
+
+
+@pytest.mark.parametrize(
+    ("text", "spelling", "found"),
+    [
+        ("  -p, --print  x", "-p", True),
+        ("  --print  x", "-p", False),
+        ("  --resume-last  x", "--resume", False),
+        ("  -r, --resume [id]", "--resume", True),
+        ("  --output-format=<f>", "--output-format", True),
+    ],
+)
+def test_flags_match_whole_options_only(text: str, spelling: str, found: bool) -> None:
+    """`-p` is not inside `--print`, `--resume` is not `--resume-last`."""
+    assert doctor.mentions(text, spelling) is found
+
+
+def test_sweeper_line_says_fresh_stale_or_never() -> None:
+    """A heartbeat within 90 s is fresh; older or none warns that marks will not fire."""
+    assert doctor.sweeper_line(NOW - timedelta(seconds=12), NOW) == "    ✓ sweeper seen 12 s ago"
+    assert "last seen 600 s ago" in doctor.sweeper_line(NOW - timedelta(minutes=10), NOW)
+    assert "no sweeper seen" in doctor.sweeper_line(None, NOW)
+
+
+def test_an_unreachable_service_fails(env: dict[str, str]) -> None:
+    """REWAKE_URL naming a port nobody listens on: the store check fails."""
+    env = {**env, "REWAKE_URL": f"http://127.0.0.1:{free_port()}"}
+    store = doctor.check_store(env, NOW)
+    assert not store.ok and "not reachable" in store.lines[-1]

@@ -1,0 +1,313 @@
+"""`rewake hook claude`: reading the StopFailure payload and the transcript tail tolerantly, and
+what it reports, records and arms (against an in-memory store)."""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.cli import main
+from app.runner import hook, records
+from app.runner.store import JSON, StoreError, check_id
+
+NOW = datetime(2026, 11, 30, 14, 5, tzinfo=UTC)
+SID = "00893aaf-19fa-41d2-8238-13269b9b3ca0"
+ROOT = f"claude-{SID}"
+DOCUMENTED = {
+    "session_id": SID,
+    "transcript_path": "/Users/u/.claude/projects/p/00893aaf.jsonl",
+    "cwd": "/Users/u/shop",
+    "hook_event_name": "StopFailure",
+    "error": "rate_limit",
+    "error_details": "429 Too Many Requests",
+    "last_assistant_message": "API Error: Rate limit reached",
+}
+
+
+def test_the_documented_payload_is_read_whole() -> None:
+    """Every field of Claude Code's documented StopFailure example is read."""
+    read = hook.read_hook_input(json.dumps(DOCUMENTED))
+    assert read == hook.HookInput(
+        session_id=SID,
+        transcript_path="/Users/u/.claude/projects/p/00893aaf.jsonl",
+        cwd="/Users/u/shop",
+        hook_event_name="StopFailure",
+        error="rate_limit",
+        error_details="429 Too Many Requests",
+        last_assistant_message="API Error: Rate limit reached",
+    )
+
+
+def test_missing_and_odd_fields_are_dropped_not_fatal() -> None:
+    """Only session_id is needed: wrong types become None, an object in error_details is kept
+    as JSON, unknown fields are ignored."""
+    raw = json.dumps({"session_id": SID, "cwd": 7, "error": None, "transcript_path": "",
+                      "error_details": {"status": 429}, "new_field": [1]})  # fmt: skip
+    read = hook.read_hook_input(raw)
+    assert (read.cwd, read.error, read.transcript_path) == (None, None, None)
+    assert read.error_details == '{"status": 429}'
+
+
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        ("not json at all", "not JSON"),
+        ("[1, 2]", r"not an object \(list\)"),
+        ('{"session_id": 5}', "no session_id"),
+        ("", "not JSON"),
+    ],
+)
+def test_unusable_stdin_is_a_hook_input_error(raw: str, says: str) -> None:
+    """Non-JSON, a non-object and a payload without session_id are refused with a reason."""
+    with pytest.raises(hook.HookInputError, match=says):
+        hook.read_hook_input(raw)
+
+
+def transcript(path: Path, rows: list[Any], junk_before: int = 0) -> Path:
+    with path.open("w", encoding="utf-8") as out:
+        out.write(("x" * 1000 + "\n") * junk_before)
+        out.writelines(json.dumps(row) + "\n" for row in rows)
+    return path
+
+
+def test_only_the_bounded_tail_of_a_huge_transcript_is_read(tmp_path: Path) -> None:
+    """A 5 MB transcript costs at most max_bytes: the cut first line and non-JSON lines are
+    dropped, the last rows kept in order, the last row's uuid is the failure's key."""
+    rows = [{"type": "user", "uuid": "u1"}, {"type": "assistant", "uuid": "a2"}]
+    path = transcript(tmp_path / "t.jsonl", rows, junk_before=5000)
+    assert path.stat().st_size > 5_000_000
+    tail = hook.read_transcript_tail(str(path), max_bytes=4096)
+    assert tail.events == rows
+    assert (tail.last_key, tail.problem) == ("a2", None)
+
+
+def test_a_row_cut_by_the_seek_is_not_read(tmp_path: Path) -> None:
+    """The row the byte bound cuts in half is dropped rather than misread."""
+    rows = [{"type": "user", "n": n, "pad": "y" * 50} for n in range(100)]
+    path = transcript(tmp_path / "t.jsonl", rows)
+    tail = hook.read_transcript_tail(str(path), max_bytes=1000)
+    numbers = [row["n"] for row in tail.events]
+    assert numbers == list(range(100 - len(numbers), 100)) and 0 < len(numbers) < 100
+
+
+def test_the_tail_keeps_at_most_max_events_rows(tmp_path: Path) -> None:
+    """Many small rows: only the last max_events are sent."""
+    path = transcript(tmp_path / "t.jsonl", [{"n": n} for n in range(50)])
+    assert hook.read_transcript_tail(str(path), max_events=3).events == [
+        {"n": 47}, {"n": 48}, {"n": 49},
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", [None, "missing.jsonl", "."])
+def test_an_unreadable_transcript_is_a_note_not_a_failure(tmp_path: Path, name: str | None) -> None:
+    """No path, a missing file and a directory each give no events and one problem line."""
+    path = None if name is None else str(tmp_path / name)
+    tail = hook.read_transcript_tail(path)
+    assert tail.events == [] and tail.problem
+
+
+@pytest.mark.parametrize(
+    ("tz", "zone"),
+    [
+        ("Europe/Berlin", "Europe/Berlin"),
+        (":America/New_York", "America/New_York"),
+        ("/usr/share/zoneinfo/Asia/Tokyo", "Asia/Tokyo"),
+        ("CET-1CEST", None),
+        ("Etc/Unknown", None),
+        ("", None),
+    ],
+)
+def test_host_zone_follows_tz_and_never_guesses(tz: str, zone: str | None) -> None:
+    """TZ decides when set; a value that is no IANA zone gives None, not the system's zone."""
+    assert hook.host_zone({"TZ": tz}) == zone
+
+
+def test_root_id_is_stable_and_always_a_valid_id() -> None:
+    """`claude-<uuid>` for a normal session id; an odd one is hashed into a valid id."""
+    assert hook.root_id_for(SID) == ROOT
+    odd = hook.root_id_for("a b/c")
+    assert odd == hook.root_id_for("a b/c") and check_id(odd, "root_id") == odd
+
+
+def test_next_attempt_follows_the_interactive_run() -> None:
+    """1 for a new session; else one more than the run's highest attempt (other runs aside)."""
+    assert hook.next_attempt(None) == 1
+    attempts = [{"attempt": 1}, {"attempt": 3}]
+    session = {"runs": [
+        {"run_id": "interactive", "current_attempt": 2, "attempts": attempts},
+        {"run_id": "other", "current_attempt": 9, "attempts": []},
+    ]}  # fmt: skip
+    assert hook.next_attempt(session) == 4
+
+
+def test_failure_body_sends_events_zone_and_the_rendered_error() -> None:
+    """The transcript rows go as events, the error text and details as message."""
+    tail = hook.TranscriptTail([{"type": "rate_limit_event"}], "k")
+    body = hook.failure_body(hook.read_hook_input(json.dumps(DOCUMENTED)), tail, attempt=2,
+                             now=NOW, zone="Europe/Berlin")  # fmt: skip
+    assert body == {
+        "attempt": 2,
+        "message": "API Error: Rate limit reached\n429 Too Many Requests",
+        "observed_at": "2026-11-30T14:05:00+00:00",
+        "provider": "claude",
+        "session_id": SID,
+        "capture": "live",
+        "events": [{"type": "rate_limit_event"}],
+        "zone": "Europe/Berlin",
+    }
+    bare = hook.failure_body(hook.HookInput(SID), hook.TranscriptTail(), attempt=1, now=NOW,
+                             zone=None)  # fmt: skip
+    assert bare["message"] == "Claude Code StopFailure: unknown"
+    assert "events" not in bare and "zone" not in bare
+
+
+def test_resume_args_keep_the_permission_mode_and_the_last_typed_task() -> None:
+    """The record's ARGS: the session's permission mode, `--`, the last prompt the user typed
+    (not a tool result, not a /command wrapper)."""
+    rows = [
+        {"type": "user", "message": {"content": "fix the flaky test"}},
+        {"type": "user", "message": {"content": [{"type": "tool_result", "content": "ok"}]}},
+        {"type": "user", "message": {"content": "<command-name>/cost</command-name>"}},
+        {"type": "assistant", "message": {"content": [{"type": "text", "text": "hi"}]}},
+    ]
+    payload = hook.HookInput(SID, permission_mode="acceptEdits")
+    assert hook.resume_args(payload, hook.TranscriptTail(rows)) == [
+        "--permission-mode", "acceptEdits", "--", "fix the flaky test",
+    ]  # fmt: skip
+    odd_mode = hook.HookInput(SID, permission_mode="weird")
+    assert hook.resume_args(odd_mode, hook.TranscriptTail()) == ["--", hook.NO_TASK]
+
+
+class FakeStore:
+    """The Store calls the hook makes, answered like the API."""
+
+    actor = "test"
+
+    def __init__(self, *, offer: JSON | None = None) -> None:
+        self.reports: list[tuple[str, str, JSON]] = []
+        self.armed: list[str] = []
+        self.offer = offer or {"available": True, "code": None, "detail": None}
+        self.closed = False
+
+    def get_session(self, root_id: str) -> JSON:
+        if not self.reports:
+            raise StoreError("session_not_found", f"no session {root_id!r}", 404)
+        last = self.reports[-1][2]["attempt"]
+        return {"root_id": root_id, "runs": [{"run_id": "interactive", "current_attempt": last,
+                                              "attempts": [{"attempt": last}]}]}  # fmt: skip
+
+    def report_failure(self, root_id: str, run_id: str, body: Mapping[str, Any]) -> JSON:
+        self.reports.append((root_id, run_id, dict(body)))
+        banner = {"business": "Paused · provider limit", "detail": "resets 17:40 CET, in 3 h"}
+        return {"banner": banner, "auto_resume": self.offer}
+
+    def set_auto_resume(self, root_id: str, *, enabled: bool, despite_native: bool = False) -> JSON:
+        self.armed.append(root_id)
+        return {"state": "armed", "due_at": "2026-11-30T16:40:30Z", "warnings": ["w1"]}
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def run(store: FakeStore, payload: JSON, tmp_path: Path, *, auto: bool) -> hook.HookResult:
+    env = {"REWAKE_STATE_DIR": str(tmp_path / "state")}
+    return hook.run_hook(json.dumps(payload), now=NOW, env=env, open_store=lambda: store,  # type: ignore[arg-type,return-value]
+                         auto_resume=auto, zone="Europe/Berlin")  # fmt: skip
+
+
+def payload_with_transcript(tmp_path: Path, last_uuid: str = "a1") -> JSON:
+    rows = [{"type": "user", "message": {"content": "ship it"}, "uuid": "u0"},
+            {"type": "assistant", "uuid": last_uuid}]  # fmt: skip
+    path = transcript(tmp_path / f"{last_uuid}.jsonl", rows)
+    return {**DOCUMENTED, "transcript_path": str(path), "cwd": str(tmp_path)}
+
+
+def test_a_failure_is_reported_recorded_and_armed_with_auto_resume(tmp_path: Path) -> None:
+    """First failure: attempt 1 under run `interactive`, a RunRecord to resume
+    `claude -p --resume <id>` from the session's directory, and the mark armed."""
+    store = FakeStore()
+    result = run(store, payload_with_transcript(tmp_path), tmp_path, auto=True)
+    assert [(r, run_id, body["attempt"]) for r, run_id, body in store.reports] == [
+        (ROOT, "interactive", 1)
+    ]
+    assert store.armed == [ROOT] and result.armed and store.closed
+    record = records.load(ROOT, {"REWAKE_STATE_DIR": str(tmp_path / "state")})
+    assert record is not None
+    assert (record.provider, record.cwd, record.cli_session_id, record.attempt, record.args) == (
+        "claude", str(tmp_path), SID, 1, ["--", "ship it"],
+    )  # fmt: skip
+    assert record.extra["auto_resume"] is True
+    assert result.lines[-1] == "warning: w1"
+
+
+def test_the_record_resumes_through_rewake_runs_claude_resume_form() -> None:
+    """app.runner.providers turns the hook's record into `claude -p --resume <id>` with the
+    session's permission mode and the executor's prompt (and a fresh start into the task)."""
+    from app.runner.providers import provider_named
+
+    rows = [{"type": "user", "message": {"content": "ship it"}}]
+    args = hook.resume_args(hook.HookInput(SID, permission_mode="plan"), hook.TranscriptTail(rows))
+    claude = provider_named("claude")
+    assert claude.resume_argv("claude", args, SID, "go on") == [
+        "claude", "-p", "--resume", SID, "--permission-mode", "plan", "--output-format",
+        "stream-json", "--verbose", "--", "go on",
+    ]  # fmt: skip
+    assert claude.fresh_argv("claude", args, "new-id")[-2:] == ["--", "ship it"]
+
+
+def test_the_same_failure_fired_twice_is_reported_once(tmp_path: Path) -> None:
+    """Claude Code may fire StopFailure again for the failure it showed: the transcript's last
+    row is unchanged, so no attempt 2 (which would clear the armed mark)."""
+    store = FakeStore()
+    payload = payload_with_transcript(tmp_path)
+    run(store, payload, tmp_path, auto=True)
+    again = run(store, payload, tmp_path, auto=True)
+    assert len(store.reports) == 1
+    assert again.lines == [f"{ROOT}: attempt 1 was already reported; nothing new"]
+    run(store, payload_with_transcript(tmp_path, last_uuid="a2"), tmp_path, auto=True)
+    assert [body["attempt"] for _, _, body in store.reports] == [1, 2]
+
+
+def test_without_the_flag_it_prints_the_command_that_arms(tmp_path: Path) -> None:
+    """No --auto-resume: nothing armed, the arming command is printed."""
+    store = FakeStore()
+    result = run(store, payload_with_transcript(tmp_path), tmp_path, auto=False)
+    assert store.armed == []
+    assert result.lines[-1] == f"to resume it when the limit resets: rewake auto-resume {ROOT} on"
+
+
+def test_a_failure_not_offered_auto_resume_says_why_and_arms_nothing(tmp_path: Path) -> None:
+    """The store's offer refusal is shown; native auto-continue names --despite-native."""
+    offer = {"available": False, "code": "native_auto_continue", "detail": "Claude continues"}
+    store = FakeStore(offer=offer)
+    result = run(store, payload_with_transcript(tmp_path), tmp_path, auto=True)
+    assert store.armed == []
+    assert result.lines[-2:] == [
+        "auto-resume not offered: Claude continues",
+        f"to arm anyway: rewake auto-resume {ROOT} on --despite-native",
+    ]
+
+
+def test_another_hook_event_is_ignored(tmp_path: Path) -> None:
+    """Wired to Stop by mistake, the hook reports nothing: a finished turn is no failure."""
+    store = FakeStore()
+    result = run(store, {**DOCUMENTED, "hook_event_name": "Stop"}, tmp_path, auto=True)
+    assert store.reports == [] and "is not StopFailure" in result.lines[0]
+
+
+def test_the_command_exits_0_with_one_stderr_line_on_non_json_stdin(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rewake hook claude` with junk on stdin: exit 0, one line on stderr, one in hook.log."""
+    monkeypatch.setenv("REWAKE_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"\x00garbage")))
+    assert main(["hook", "claude", "--auto-resume"]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and err[0].startswith("rewake hook: ignored: stdin is not JSON")
+    assert "ignored: stdin is not JSON" in (tmp_path / "hook.log").read_text()

@@ -1,0 +1,275 @@
+"""`rewake ls` / `show` / `auto-resume` rendering: fixed API JSON and a fixed `now` in, text out.
+
+The times are worked out by hand: Europe/Berlin is UTC+1 (CET) in late November.
+"""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from rich.console import Console, RenderableType
+
+from app.runner import views
+
+BERLIN = ZoneInfo("Europe/Berlin")
+#: 15:26:30 CET.
+NOW = datetime(2026, 11, 30, 14, 26, 30, tzinfo=UTC)
+ROOT = "claude-3f6c2a9e-1b7d-4c55-9e0a-8d2f4b6a1c03"
+
+
+def render(renderable: RenderableType, width: int = 100) -> str:
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None, highlight=False).print(renderable)
+    return out.getvalue()
+
+
+def summary(**failure: Any) -> dict[str, Any]:
+    base = {
+        "failure_kind": "provider_quota",
+        "provider": "claude",
+        "reset_at": "2026-11-30T16:40:00Z",
+        # Written against the store's clock: the views must not repeat its countdown.
+        "banner": {"business": "Paused · provider limit", "detail": "resets 17:40 CET, in 9 h"},
+    }
+    return {"root_id": ROOT, "state": "paused", "failure": {**base, **failure}}
+
+
+ARMED = {
+    "state": "armed",
+    "run_id": "interactive",
+    "attempt": 1,
+    "reset_at": "2026-11-30T16:40:00Z",
+    "due_at": "2026-11-30T16:41:30Z",
+    "armed_by": "local:alice",
+    "armed_at": "2026-11-30T14:20:00Z",
+    "warnings": ["executor is log: nothing will be resumed"],
+    "offer": {"available": False, "code": "attempt_already_resumed", "detail": None},
+}
+
+
+def test_ls_row_counts_down_to_the_reset_and_the_resume_from_now() -> None:
+    """Reset 16:40Z is 17:40 CET, 2 h 13 min 30 s after 14:26:30Z; due 16:41:30Z is 2 h 15 min."""
+    row = views.ls_row(summary(), ARMED, NOW, BERLIN)
+    assert row == views.LsRow(
+        name=ROOT,
+        provider="claude",
+        state="paused",
+        banner="Paused · provider limit",
+        reset="17:40 CET, in 2 h 13 min",
+        resume_due="17:41 CET, in 2 h 15 min",
+        mark="armed",
+    )
+
+
+def test_ls_row_without_a_stated_reset_says_why_and_shows_no_resume() -> None:
+    """A limit with no reset shows the banner's reason, no due time, and mark `off`."""
+    banner = {"business": "Paused · provider limit", "detail": "the reset time was not stated"}
+    failure = summary(reset_at=None, banner=banner)
+    row = views.ls_row(failure, None, NOW, BERLIN)
+    assert (row.reset, row.resume_due, row.mark) == ("the reset time was not stated", "—", "off")
+
+
+def test_ls_row_of_a_session_without_failure_is_dashes() -> None:
+    """A running session with no failure shows dashes, not errors."""
+    row = views.ls_row({"root_id": "r", "state": "running", "failure": None}, {}, NOW, BERLIN)
+    assert (row.provider, row.banner, row.reset, row.resume_due, row.mark) == (
+        "—", "—", "—", "—", "off",
+    )  # fmt: skip
+
+
+def test_ls_row_does_not_show_a_due_time_for_a_mark_that_ended() -> None:
+    """A done mark's due time is history: the RESUME DUE column is a dash."""
+    row = views.ls_row(summary(), {**ARMED, "state": "done", "outcome": "done"}, NOW, BERLIN)
+    assert (row.resume_due, row.mark) == ("—", "done")
+
+
+def test_mark_state_words_name_the_reason() -> None:
+    """Cleared and failed marks say why; a mark that never existed is `off`."""
+    assert views.mark_state_words({"state": "cleared", "clear_reason": "manual_resume"}) == (
+        "cleared (manual_resume)"
+    )
+    assert views.mark_state_words({"state": "failed", "outcome": "exit_1"}) == "failed (exit_1)"
+    assert views.mark_state_words({"state": None, "enabled": False}) == "off"
+
+
+def test_when_gives_the_date_for_another_day() -> None:
+    """03:00Z on 1 Dec is 04:00 CET the next day, 4 h 30 min after 22:30Z."""
+    now = datetime(2026, 11, 30, 22, 30, tzinfo=UTC)
+    assert views.when("2026-12-01T03:00:00Z", now, BERLIN) == "Tue 1 Dec 04:00 CET, in 4 h 30 min"
+
+
+def test_when_says_a_past_instant_has_passed_and_bad_values_are_dashes() -> None:
+    """A reset before now has `already passed`; null or junk is a dash, never an error."""
+    assert views.when("2026-11-30T14:00:00Z", NOW, BERLIN) == "15:00 CET, already passed"
+    assert views.when(None, NOW, BERLIN) == "—"
+    assert views.when("soon", NOW, BERLIN) == "—"
+
+
+def test_ls_is_a_table_in_a_wide_terminal_with_the_name_whole() -> None:
+    """From 120 columns up the list is one table row per session, the NAME never wrapped."""
+    rows = [views.ls_row(summary(), ARMED, NOW, BERLIN)]
+    lines = render(views.ls_renderable(rows, 160), width=160).splitlines()
+    assert lines[0].split() == [
+        "NAME", "PROVIDER", "STATE", "BANNER", "RESET", "RESUME", "DUE", "MARK",
+    ]  # fmt: skip
+    assert lines[1].split() == [
+        ROOT, "claude", "paused", "Paused", "·", "provider", "limit", "17:40", "CET,", "in", "2",
+        "h", "13", "min", "17:41", "CET,", "in", "2", "h", "15", "min", "armed",
+    ]  # fmt: skip
+
+
+def test_ls_is_a_block_per_session_in_a_narrow_terminal() -> None:
+    """Below 120 columns each session is its name, then its state, then its times."""
+    rows = [views.ls_row(summary(), ARMED, NOW, BERLIN)]
+    assert render(views.ls_renderable(rows, 80), width=80).splitlines() == [
+        ROOT,
+        "  claude · paused · Paused · provider limit · mark armed",
+        "  reset 17:40 CET, in 2 h 13 min · resumes 17:41 CET, in 2 h 15 min",
+    ]
+
+
+def test_mark_lines_show_due_time_armer_and_warnings() -> None:
+    """An armed mark: when it resumes, who armed it, for which reset, and every warning."""
+    assert views.mark_lines(ARMED, ROOT, NOW, BERLIN) == [
+        "Auto-resume armed: resumes 17:41 CET, in 2 h 15 min",
+        "  armed by local:alice at 15:20 CET, for the reset at 17:40 CET",
+        "  ! executor is log: nothing will be resumed",
+    ]
+
+
+def test_mark_lines_offer_the_command_or_say_why_not() -> None:
+    """No mark: the command that arms it when offered, else the refusal in words."""
+    offered = {"state": None, "offer": {"available": True, "code": None, "detail": None}}
+    assert views.mark_lines(offered, ROOT, NOW, BERLIN) == [
+        "Auto-resume off",
+        f"  can be turned on: rewake auto-resume {ROOT} on",
+    ]
+    refused = {"state": None, "offer": {"available": False, "code": "reset_not_stated",
+                                        "detail": "not_stated: no reset time"}}  # fmt: skip
+    assert views.mark_lines(refused, ROOT, NOW, BERLIN)[1] == (
+        "  not offered: the limit message states no reset time, so there is nothing to wait "
+        "for (not_stated: no reset time)"
+    )
+
+
+def test_mark_lines_of_an_uncertain_mark_say_how_to_settle_it() -> None:
+    """An uncertain mark is never re-sent: the view says so and names the resolve route."""
+    lines = views.mark_lines({"state": "uncertain", "outcome": "uncertain"}, ROOT, NOW, BERLIN)
+    assert lines[0] == "Auto-resume uncertain"
+    assert f"POST /api/agent/runs/{ROOT}/auto-resume/resolve" in lines[-1]
+
+
+def test_refusal_words_for_every_arming_refusal_and_an_unknown_code() -> None:
+    """Known 409 codes read as sentences; an unknown code is still shown, spaced out."""
+    assert "--despite-native" in views.refusal_words("native_auto_continue")
+    assert views.refusal_words("some_new_code") == "some new code"
+
+
+FAILURE = {
+    "run_id": "interactive",
+    "attempt": 1,
+    "failure_kind": "provider_quota",
+    "halted": False,
+    "observed_at": "2026-11-30T14:05:00Z",
+    "zone": "Europe/Berlin",
+    "truncated": False,
+    "message": "\n".join(f"line {n}" for n in range(1, 21)) + "\n" + "x" * 500,
+    "verdict": {
+        "kind": "provider_quota",
+        "provider": "claude",
+        "reset_at": "2026-11-30T16:40:00Z",
+        "resolution_s": 0,
+        "form": "structured",
+        "scope": "five_hour",
+    },
+    "banner": {
+        "business": "Paused · provider limit",
+        "detail": "resets 17:40 CET, in 9 h",
+        "technical": "provider_quota: verdict provider_quota from claude",
+    },
+}
+SESSION = {
+    "root_id": ROOT,
+    "state": "paused",
+    "created_at": "2026-11-30T14:05:01Z",
+    "updated_at": "2026-11-30T14:20:00Z",
+    "current": {"run_id": "interactive", "attempt": 1},
+    "runs": [
+        {
+            "run_id": "interactive",
+            "status": "paused",
+            "current_attempt": 1,
+            "attempts": [
+                {
+                    "attempt": 1,
+                    "status": "failed",
+                    "started_at": None,
+                    "completed_at": None,
+                    "failed_at": "2026-11-30T14:05:01Z",
+                    "failure": FAILURE,
+                }
+            ],
+        }
+    ],
+    "mark": ARMED,
+    "timeline": [
+        {
+            "at": "2026-11-30T14:05:01Z",
+            "event": "failure_reported",
+            "actor": "local:alice",
+            "run_id": "interactive",
+            "attempt": 1,
+            "detail": {"failure_kind": "provider_quota", "refusal": None, "warnings": []},
+        },
+        {
+            "at": "2026-11-30T14:20:00Z",
+            "event": "mark_armed",
+            "actor": "local:alice",
+            "run_id": "interactive",
+            "attempt": 1,
+            "detail": None,
+        },
+    ],
+}
+
+
+def test_failure_lines_recount_the_banner_and_keep_only_the_tail_cut_to_width() -> None:
+    """The banner is counted from now (not the stored "in 9 h"); the CLI text shows its last
+    8 non-empty lines, a 500-character line cut to 200 with an ellipsis."""
+    lines = views.failure_lines(FAILURE, NOW, BERLIN)
+    assert lines[:3] == [
+        "run interactive attempt 1 · observed 15:05 CET (zone Europe/Berlin)",
+        "  Paused · provider limit: resets 17:40 CET, in 2 h 13 min",
+        "  provider_quota: verdict provider_quota from claude",
+    ]
+    tail = lines[3:]
+    assert tail[0] == "  │ line 14"
+    assert len(tail) == views.TAIL_LINES
+    assert tail[-1] == "  │ " + "x" * 199 + "…"
+
+
+def test_show_view_has_summary_mark_attempts_failures_and_timeline() -> None:
+    """`rewake show` prints the session, banner, mark, attempts, failures and the timeline,
+    leaving empty detail fields out of the timeline."""
+    text = render(views.show_view(SESSION, NOW, BERLIN), width=160)
+    assert text.splitlines()[:4] == [
+        f"{ROOT} · paused",
+        "  created 15:05 CET · updated 15:20 CET · current run interactive, attempt 1",
+        "Paused · provider limit: resets 17:40 CET, in 2 h 13 min",
+        "Auto-resume armed: resumes 17:41 CET, in 2 h 15 min",
+    ]
+    for heading in ("Attempts", "Failures", "Timeline"):
+        assert f"\n{heading}\n" in text
+    assert "failure_kind=provider_quota" in text
+    assert "refusal=" not in text
+    assert "mark_armed" in text
+
+
+def test_current_failure_is_none_when_the_current_attempt_did_not_fail() -> None:
+    """A session whose current attempt is running has no current failure (and no banner)."""
+    running = {**SESSION, "current": {"run_id": "interactive", "attempt": 2}}
+    assert views.current_failure(running) is None
+    assert "Paused" not in views.summary_lines(running, NOW, BERLIN)[-1]
