@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from parsers import claude, codex, gemini, structured
 from parsers.decide import decide
 from parsers.findings import Context, Finding
+from parsers.grammar import GateIndex
 from parsers.quoting import is_quoted
 from parsers.text import Text, normalize
 from parsers.verdict import PROVIDERS, REFUSAL_CODES, Evidence, Provider, Refusal, Verdict
@@ -32,6 +33,13 @@ _EARLIEST_OBSERVED = datetime(1971, 1, 1, tzinfo=UTC)
 _LATEST_OBSERVED = datetime(9000, 1, 1, tzinfo=UTC)
 
 _SCANNERS = {"claude": claude.scan, "codex": codex.scan, "gemini": gemini.scan}
+# Which gated patterns a text opens is found once, for every scanner that reads it.
+_ALL_GATES = GateIndex((*claude.GATES, *codex.GATES, *gemini.GATES))
+_GATES: dict[str, GateIndex] = {
+    "claude": GateIndex(claude.GATES),
+    "codex": GateIndex(codex.GATES),
+    "gemini": GateIndex(gemini.GATES),
+}
 
 _MARKERS: dict[Provider, re.Pattern[str]] = {
     "claude": re.compile(
@@ -65,18 +73,23 @@ def parse(
     """
     if observed_at.tzinfo is None or observed_at.utcoffset() is None:
         raise ValueError("observed_at must be an aware datetime")
-    if not _EARLIEST_OBSERVED <= observed_at <= _LATEST_OBSERVED:
+    # Arithmetic on an aware datetime follows its own zone's wall clock; across a DST change
+    # that is an hour off. All reasoning happens in UTC. (Comparing in UTC is also cheaper
+    # than comparing datetimes of two zones.)
+    try:
+        observed_utc = observed_at.astimezone(UTC)
+    except OverflowError:  # near year 1 or 9999: outside the range either way
+        observed_utc = None
+    if observed_utc is None or not _EARLIEST_OBSERVED <= observed_utc <= _LATEST_OBSERVED:
         raise ValueError(f"observed_at {observed_at.isoformat()} is outside 1971-9000")
     if provider is not None and provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}; expected one of {PROVIDERS}")
     if not isinstance(text, str):
         raise TypeError("text must be a str")
-    # Arithmetic on an aware datetime follows its own zone's wall clock; across a DST change
-    # that is an hour off. All reasoning happens in UTC.
-    ctx = Context(observed_at=observed_at.astimezone(UTC), zone=zone)
+    ctx = Context(observed_at=observed_utc, zone=zone)
     source = normalize(text)
     found = _scan(source, ctx, provider)
-    if provider is None and len({finding.provider for finding in found}) > 1:
+    if provider is None and len(found) > 1 and len({finding.provider for finding in found}) > 1:
         # Where two CLIs' scanners read the same words, the CLI the text names wins.
         detected = _detect(source.norm)
         found.sort(key=lambda finding: finding.provider == detected)
@@ -125,12 +138,12 @@ def _scan(source: Text, ctx: Context, provider: str | None) -> list[Finding]:
         )
     else:
         text_view = source
+    gates = _GATES[provider] if provider else _ALL_GATES
+    opened = gates.open(text_view.norm)
     for scan in scanners:
-        found.extend(
-            finding
-            for finding in scan(text_view, ctx)
-            if finding.role != "stop" or not is_quoted(text_view, finding.start, finding.end)
-        )
+        for finding in scan(text_view, ctx, opened):
+            if finding.role != "stop" or not is_quoted(text_view, finding.start, finding.end):
+                found.append(finding)
     for message in read.messages:
         if provider is not None and message.provider not in (None, provider):
             continue

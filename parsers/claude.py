@@ -22,6 +22,8 @@ Forms read (the CLI prints 12-hour times in lower case, drops ":00", and names a
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
+from functools import lru_cache
 from typing import Final
 
 from parsers import clock, findings
@@ -32,9 +34,9 @@ from parsers.grammar import (
     TIME_12,
     ZONE_IN_PARENS,
     Gated,
-    any_needle,
+    GateIndex,
     any_within,
-    module_needles,
+    module_gates,
     month_number,
     read_duration,
     squeeze,
@@ -244,6 +246,9 @@ def _reset_clause(
     return cursor, clock.resolve(printed, ctx, PROVIDER, scope)
 
 
+# Cached on the words in parentheses: a pure function of a short printed fragment, and the
+# same few zone names recur.
+@lru_cache(maxsize=512)
 def _looks_like_zone(words: str) -> bool:
     """A parenthesis after a time names a zone only if it reads like one ("Area/City", UTC):
     the next line's "(No content)" is not a zone."""
@@ -251,23 +256,25 @@ def _looks_like_zone(words: str) -> bool:
     return "/" in name or name in ("UTC", "GMT", "Z")
 
 
+_HEAD_SCOPES = {
+    "five_hour": "five_hour",
+    "session": "session",
+    "weekly": "weekly",
+    "monthly": "monthly",
+    "extra": "extra_usage",
+}
+
+
 def _scope(match: re.Match[str]) -> str | None:
-    if match.group("five_hour"):
-        return "five_hour"
-    if match.group("session"):
-        return "session"
-    if match.group("weekly"):
-        return "weekly"
-    if match.group("monthly"):
-        return "monthly"
-    if match.group("extra"):
-        return "extra_usage"
-    if match.group("hit"):
+    # The banner's alternatives are named groups; `which` is nested in `hit`, which closes
+    # after it, so the last group closed names the alternative that matched.
+    head = match.lastgroup
+    if head == "hit":
         which = match.group("which")
         if which is None:
             return None
         return _HIT_SCOPES.get(which, "model")
-    return None
+    return _HEAD_SCOPES.get(head or "")
 
 
 _COMMON = findings.CommonPatterns(
@@ -279,18 +286,22 @@ _COMMON = findings.CommonPatterns(
     went_on=_WENT_ON,
 )
 
-#: A text with none of these needles holds nothing this scanner reads.
-_NEEDLES = module_needles(globals())
+#: Every gated pattern this scanner runs; a text that opens none holds nothing it reads.
+GATES = module_gates(globals())
+_GATE_SET = frozenset(GATES)
+_INDEX = GateIndex(GATES)
 
 
-def scan(text: Text, ctx: Context) -> list[Finding]:
+def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Every Claude Code banner, failure and marker in the text."""
     norm = text.norm
-    if not any_needle(norm, _NEEDLES):
+    if opened is None:
+        opened = _INDEX.open(norm)
+    if opened.isdisjoint(_GATE_SET):
         return []
     found: list[Finding] = []
     epoch_starts: list[int] = []
-    for match in _EPOCH.finditer(norm):
+    for match in _EPOCH.pattern.finditer(norm) if _EPOCH in opened else ():
         epoch_starts.append(match.start())
         resolved = at_epoch(
             float(match.group("epoch")),
@@ -299,7 +310,7 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
             form="epoch",
         )
         found.append(findings.stop(PROVIDER, match.start(), match.end(), resolved))
-    for match in _STOP.finditer(norm):
+    for match in _STOP.pattern.finditer(norm) if _STOP in opened else ():
         if any_within(epoch_starts, match.start() - _EPOCH_HEAD_REACH, match.start()):
             continue
         scope = _scope(match)
@@ -311,9 +322,11 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
             found.append(findings.not_stated(PROVIDER, match.start(), match.end(), scope, what))
             continue
         end, resolved = clause
-        line_end = text.line_end(end)
-        next_line_end = text.line_end(min(line_end + 1, len(norm)))
-        native = scope == "five_hour" and bool(_NATIVE.search(norm, end, next_line_end))
+        native = False
+        if scope == "five_hour":
+            line_end = text.line_end(end)
+            next_line_end = text.line_end(min(line_end + 1, len(norm)))
+            native = bool(_NATIVE.search(norm, end, next_line_end))
         found.append(
             findings.stop(
                 PROVIDER,
@@ -324,33 +337,34 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
                 native_auto_continue=native,
             )
         )
-    for match in _ORG_LIMIT.finditer(norm):
+    for match in _ORG_LIMIT.pattern.finditer(norm) if _ORG_LIMIT in opened else ():
         scope = "monthly" if match.group("monthly") else "spend_cap"
         found.append(
             findings.no_reset(PROVIDER, match.start(), match.end(), scope, "an org limit is hit")
         )
-    for match in _CREDITS.finditer(norm):
+    for match in _CREDITS.pattern.finditer(norm) if _CREDITS in opened else ():
         found.append(
             findings.no_reset(
                 PROVIDER, match.start(), match.end(), "credits", "prepaid credit is used up"
             )
         )
-    for match in _SPEND.finditer(norm):
+    for match in _SPEND.pattern.finditer(norm) if _SPEND in opened else ():
         found.append(
             findings.no_reset(
                 PROVIDER, match.start(), match.end(), "spend_cap", "a spend cap is reached"
             )
         )
-    for match in _LIMIT_MENU.finditer(norm):
+    for match in _LIMIT_MENU.pattern.finditer(norm) if _LIMIT_MENU in opened else ():
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), None, "the limit menu")
         )
-    found.extend(_countdowns(text, ctx))
-    for match in _RATE_LIMIT_BODY.finditer(norm):
+    if _COUNTDOWN in opened:
+        found.extend(_countdowns(text, ctx))
+    for match in _RATE_LIMIT_BODY.pattern.finditer(norm) if _RATE_LIMIT_BODY in opened else ():
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), None, "the API's rate limit")
         )
-    found.extend(findings.scan_common(text, PROVIDER, _COMMON))
+    found.extend(findings.scan_common(text, PROVIDER, _COMMON, opened))
     return found
 
 
@@ -359,7 +373,7 @@ def _countdowns(text: Text, ctx: Context) -> list[Finding]:
     Retry-After, so it also states when the limit lifts."""
     norm = text.norm
     found = []
-    for match in _COUNTDOWN.finditer(norm):
+    for match in _COUNTDOWN.pattern.finditer(norm):
         seconds = float(match.group("value"))
         # The error a countdown retries stands on its line or the one before (within reach).
         line_start = text.line_start(match.start())

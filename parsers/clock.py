@@ -10,7 +10,7 @@ from parsers.findings import Context
 from parsers.grammar import squeeze
 from parsers.timeres import Resolved
 from parsers.verdict import Form, Provider, Refusal
-from parsers.zones import ZoneError, host_zone, iana_zone, printed_zone
+from parsers.zones import ZoneError, host_zone_or_error, iana_zone, printed_zone
 
 
 # A NamedTuple: as immutable as a frozen dataclass, and cheaper to build on the hot path.
@@ -51,10 +51,10 @@ def _zone(printed: Printed, ctx: Context) -> tuple[tzinfo, Form] | Refusal:
         if fixed is None:
             return Refusal("zone_ambiguous", f"{printed.short_zone!r} is not one fixed offset")
         return fixed, "offset_zone"
-    try:
-        return host_zone(ctx.zone), "local_time"
-    except ZoneError as error:
-        return Refusal(error.code, f"{printed.quoted}: {error.detail}")
+    host = host_zone_or_error(ctx.zone)
+    if isinstance(host, ZoneError):
+        return Refusal(host.code, f"{printed.quoted}: {host.detail}")
+    return host, "local_time"
 
 
 def resolve(

@@ -20,6 +20,7 @@ else "May 11th, 2026 1:36 PM". Forms read:
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from typing import Final
 
 from parsers import clock, findings
@@ -28,8 +29,8 @@ from parsers.grammar import (
     DURATION,
     MONTH_NAME,
     Gated,
-    any_needle,
-    module_needles,
+    GateIndex,
+    module_gates,
     month_number,
     read_duration,
     wrappable,
@@ -207,17 +208,21 @@ _COMMON = findings.CommonPatterns(
     warning=_WARNING,
 )
 
-#: A text with none of these needles holds nothing this scanner reads.
-_NEEDLES = module_needles(globals(), *(pattern for pattern, _, _ in _NO_RESET))
+#: Every gated pattern this scanner runs; a text that opens none holds nothing it reads.
+GATES = module_gates(globals(), *(pattern for pattern, _, _ in _NO_RESET))
+_GATE_SET = frozenset(GATES)
+_INDEX = GateIndex(GATES)
 
 
-def scan(text: Text, ctx: Context) -> list[Finding]:
+def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Every Codex banner, failure and marker in the text."""
     norm = text.norm
-    if not any_needle(norm, _NEEDLES):
+    if opened is None:
+        opened = _INDEX.open(norm)
+    if opened.isdisjoint(_GATE_SET):
         return []
     found: list[Finding] = []
-    for match in _BODY.finditer(norm):
+    for match in _BODY.pattern.finditer(norm) if _BODY in opened else ():
         # The body's own keys follow its type; a resets_at before it belongs to something else.
         reach = min(len(norm), match.end() + _BODY_REACH)
         resets_at = _BODY_RESETS_AT.search(norm, match.end(), reach)
@@ -246,26 +251,26 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
                 end = match.end()
         start = match.start()
         found.append(findings.as_structured(findings.stop(PROVIDER, start, end, resolved)))
-    for match in _USAGE_LIMIT.finditer(norm):
+    for match in _USAGE_LIMIT.pattern.finditer(norm) if _USAGE_LIMIT in opened else ():
         scope = "model" if match.group("limit_name") else None
         end, resolved = _retry_clause(norm, match.end(), ctx, scope)
         found.append(findings.stop(PROVIDER, match.start(), max(end, match.end()), resolved, scope))
-    for match in _OUT_OF_MESSAGES.finditer(norm):
+    for match in _OUT_OF_MESSAGES.pattern.finditer(norm) if _OUT_OF_MESSAGES in opened else ():
         end, resolved = _retry_clause(norm, match.end(), ctx, None)
         found.append(findings.stop(PROVIDER, match.start(), max(end, match.end()), resolved))
-    for match in _LOCALIZED_LIMIT.finditer(norm):
+    for match in _LOCALIZED_LIMIT.pattern.finditer(norm) if _LOCALIZED_LIMIT in opened else ():
         end, resolved = _retry_clause(norm, match.end(), ctx, None)
         found.append(findings.stop(PROVIDER, match.start(), max(end, match.end()), resolved))
     for pattern, scope, what in _NO_RESET:
-        for match in pattern.finditer(norm):
+        for match in pattern.pattern.finditer(norm) if pattern in opened else ():
             found.append(findings.no_reset(PROVIDER, match.start(), match.end(), scope, what))
-    for match in _API_RATE_LIMIT.finditer(norm):
+    for match in _API_RATE_LIMIT.pattern.finditer(norm) if _API_RATE_LIMIT in opened else ():
         found.append(_api_rate_limit(norm, match, ctx))
-    for match in _RETRY_LIMIT.finditer(norm):
+    for match in _RETRY_LIMIT.pattern.finditer(norm) if _RETRY_LIMIT in opened else ():
         status = match.group("status")
         kind: Kind = "login_required" if status in ("401", "403") else "transient"
         found.append(findings.failure(kind, PROVIDER, match.start(), match.end()))
-    found.extend(findings.scan_common(text, PROVIDER, _COMMON))
+    found.extend(findings.scan_common(text, PROVIDER, _COMMON, opened))
     return found
 
 

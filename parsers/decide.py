@@ -63,6 +63,8 @@ def _code(finding: Finding) -> str | None:
 
 
 def decide(found: list[Finding]) -> Decision:
+    if len(found) <= 1:
+        return _decide_one(found[0]) if found else Decision(None)
     ordered = _without_retried_errors(sorted(found, key=lambda f: (f.start, f.end)))
     stops = _structured_first(_live_stops(ordered))
     if stops:
@@ -74,6 +76,16 @@ def decide(found: list[Finding]) -> Decision:
     warnings = [f for f in ordered if f.role == "warning"]
     if warnings:
         return Decision(warnings[-1])
+    return Decision(None)
+
+
+def _decide_one(only: Finding) -> Decision:
+    """What the rules below give for a single finding, which most output holds, without
+    their sorting and filtering: a live stop or a failure decides; a lone went_on says nothing."""
+    if only.role == "stop" or only.role == "warning":
+        return Decision(only)
+    if only.role == "failure" or only.role == "countdown":
+        return Decision(only, episode_start=only.start)
     return Decision(None)
 
 
@@ -109,6 +121,8 @@ def _instant(finding: Finding) -> datetime | None:
 
 #: Scopes that name the same rolling window.
 _SAME_WINDOW = {"five_hour": "five_hour", "session": "five_hour"}
+
+
 def _window(scope: str | None) -> str | None:
     return _SAME_WINDOW.get(scope or "", scope)
 

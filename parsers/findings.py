@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Set as AbstractSet
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, NamedTuple
 
@@ -133,39 +134,45 @@ class CommonPatterns:
     other: Gated | None = None
     warning: Gated | None = None
     went_on: Gated | None = None
+    #: (pattern, role, kind) in the order findings are reported; built once, not per text.
+    _entries: tuple[tuple[Gated, Role, Kind], ...] = field(init=False, default=())
+    _gates: frozenset[Gated] = field(init=False, default=frozenset())
+
+    def __post_init__(self) -> None:
+        entries: list[tuple[Gated | None, Role, Kind]] = [
+            (self.transient, "failure", "transient"),
+            (self.other, "failure", "other_failure"),
+            (self.login, "failure", "login_required"),
+            (self.warning, "warning", "none"),
+            (self.went_on, "went_on", "none"),
+        ]
+        present = tuple((gate, role, kind) for gate, role, kind in entries if gate is not None)
+        object.__setattr__(self, "_entries", present)
+        object.__setattr__(self, "_gates", frozenset(gate for gate, _, _ in present))
 
 
-def scan_common(text: Text, provider: Provider, patterns: CommonPatterns) -> list[Finding]:
+def scan_common(
+    text: Text, provider: Provider, patterns: CommonPatterns, opened: AbstractSet[Gated]
+) -> list[Finding]:
+    """The common failures and markers, from the patterns the text opened (GateIndex.open)."""
     # Plain loops, no generators: this runs for every text, and most of its gates stay shut.
+    if opened.isdisjoint(patterns._gates):
+        return []
     norm = text.norm
     found: list[Finding] = []
-    failures: tuple[tuple[Kind, Gated | None], ...] = (
-        ("transient", patterns.transient),
-        ("other_failure", patterns.other),
-    )
-    for kind, pattern in failures:
-        if pattern is not None:
-            for match in pattern.finditer(norm):
-                found.append(failure(kind, provider, match.start(), match.end()))
-    if patterns.login is not None:
-        command = patterns.login_command
-        for match in patterns.login.finditer(norm):
-            named = command is not None and command in text.around(match.start(), match.end())
-            found.append(
-                failure(
-                    "login_required",
-                    provider,
-                    match.start(),
-                    match.end(),
-                    login_command=command if named else None,
+    for pattern, role, kind in patterns._entries:
+        if pattern not in opened:
+            continue
+        for match in pattern.pattern.finditer(norm):
+            start, end = match.span()
+            if role != "failure":
+                found.append(marker(role, provider, start, end))
+            elif kind == "login_required":
+                command = patterns.login_command
+                named = command is not None and command in text.around(start, end)
+                found.append(
+                    failure(kind, provider, start, end, login_command=command if named else None)
                 )
-            )
-    markers: tuple[tuple[Role, Gated | None], ...] = (
-        ("warning", patterns.warning),
-        ("went_on", patterns.went_on),
-    )
-    for role, pattern in markers:
-        if pattern is not None:
-            for match in pattern.finditer(norm):
-                found.append(marker(role, provider, match.start(), match.end()))
+            else:
+                found.append(failure(kind, provider, start, end))
     return found

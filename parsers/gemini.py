@@ -18,11 +18,12 @@ zone name, no date, seconds cut): each short name is one fixed offset, other zon
 from __future__ import annotations
 
 import re
+from collections.abc import Set as AbstractSet
 from typing import Final
 
 from parsers import clock, findings
 from parsers.findings import Context, Finding
-from parsers.grammar import DURATION, Gated, any_needle, any_within, module_needles, read_duration
+from parsers.grammar import DURATION, Gated, GateIndex, any_within, module_gates, read_duration
 from parsers.text import Text
 from parsers.timeres import THROTTLE_S, Resolved, after_duration, window
 from parsers.verdict import Refusal
@@ -173,19 +174,29 @@ _COMMON = findings.CommonPatterns(
     login=_LOGIN, login_command="/auth", other=_OTHER, warning=_WARNING, went_on=_WENT_ON
 )
 
-#: A text with none of these needles holds nothing this scanner reads.
-_NEEDLES = module_needles(globals())
+#: Every gated pattern this scanner runs; a text that opens none holds nothing it reads.
+GATES = module_gates(globals())
+_GATE_SET = frozenset(GATES)
+_INDEX = GateIndex(GATES)
 
 
-def scan(text: Text, ctx: Context) -> list[Finding]:
+def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Every Gemini banner, failure and marker in the text."""
     norm = text.norm
-    if not any_needle(norm, _NEEDLES):
+    if opened is None:
+        opened = _INDEX.open(norm)
+    if opened.isdisjoint(_GATE_SET):
         return []
     found: list[Finding] = []
-    access_at = [match.start() for match in _ACCESS_RESETS.finditer(norm)]
-    heads = [match.end() for match in _USAGE_LIMIT.finditer(norm)]
-    for match in _ACCESS_RESETS.finditer(norm):
+    access_at = [
+        match.start()
+        for match in (_ACCESS_RESETS.pattern.finditer(norm) if _ACCESS_RESETS in opened else ())
+    ]
+    heads = [
+        match.end()
+        for match in (_USAGE_LIMIT.pattern.finditer(norm) if _USAGE_LIMIT in opened else ())
+    ]
+    for match in _ACCESS_RESETS.pattern.finditer(norm) if _ACCESS_RESETS in opened else ():
         per_model = any_within(heads, match.start() - _REACH, match.start())
         found.append(
             findings.stop(
@@ -196,14 +207,14 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
                 "model" if per_model else None,
             )
         )
-    for match in _USAGE_LIMIT.finditer(norm):
+    for match in _USAGE_LIMIT.pattern.finditer(norm) if _USAGE_LIMIT in opened else ():
         if any_within(access_at, match.end(), match.end() + _REACH):
             continue
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), "model", "the usage limit")
         )
     waits_on_line: set[int] = set()
-    for match in _RESET_AFTER.finditer(norm):
+    for match in _RESET_AFTER.pattern.finditer(norm) if _RESET_AFTER in opened else ():
         duration = read_duration(match.group("duration"))
         if duration is None:
             continue
@@ -219,12 +230,15 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
                 scope="model" if "capacity on this model" in _before(norm, match.start()) else None,
             )
         )
-    zero_limits = [match.start() for match in _LIMIT_ZERO.finditer(norm)]
-    for match in _LIMIT_ZERO.finditer(norm):
+    zero_limits = [
+        match.start()
+        for match in (_LIMIT_ZERO.pattern.finditer(norm) if _LIMIT_ZERO in opened else ())
+    ]
+    for match in _LIMIT_ZERO.pattern.finditer(norm) if _LIMIT_ZERO in opened else ():
         found.append(
             findings.no_reset(PROVIDER, match.start(), match.end(), None, "the quota's limit is 0")
         )
-    retries = list(_RETRY_IN.finditer(norm))
+    retries = list(_RETRY_IN.pattern.finditer(norm) if _RETRY_IN in opened else ())
     retry_starts = [match.start() for match in retries]
     for match in retries:
         waits_on_line.add(text.line_start(match.start()))
@@ -232,7 +246,7 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
             continue
         seconds = _seconds(match.group("value"), match.group("unit"))
         found.append(_wait(seconds, 0, ctx, match.start(), match.end(), structured=False))
-    for match in _RETRY_DELAY.finditer(norm):
+    for match in _RETRY_DELAY.pattern.finditer(norm) if _RETRY_DELAY in opened else ():
         if any_within(zero_limits, match.start() - 2000, match.start() + 2000):
             continue
         seconds = _seconds(match.group("value"), match.group("unit"))
@@ -241,11 +255,11 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
         found.append(
             _wait(seconds, 0, ctx, match.start(), match.end(), structured=True, scope=scope)
         )
-    for match in _DAILY.finditer(norm):
+    for match in _DAILY.pattern.finditer(norm) if _DAILY in opened else ():
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), "daily", "the daily quota")
         )
-    for match in _QUOTA_METRIC.finditer(norm):
+    for match in _QUOTA_METRIC.pattern.finditer(norm) if _QUOTA_METRIC in opened else ():
         limit = match.group("limit")
         if re.search(r"per\s+day", limit):
             found.append(
@@ -261,7 +275,7 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
             found.append(
                 findings.not_stated(PROVIDER, match.start(), match.end(), None, "the quota")
             )
-    for match in _CURRENT_QUOTA.finditer(norm):
+    for match in _CURRENT_QUOTA.pattern.finditer(norm) if _CURRENT_QUOTA in opened else ():
         nearby_retry = any_within(retry_starts, match.end(), match.end() + 2000)
         if not nearby_retry:
             body = norm[match.end() : match.end() + _BODY_REACH]
@@ -269,19 +283,19 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
             found.append(
                 findings.not_stated(PROVIDER, match.start(), match.end(), scope, "the API quota")
             )
-    capacity = list(_CAPACITY.finditer(norm))
+    capacity = list(_CAPACITY.pattern.finditer(norm) if _CAPACITY in opened else ())
     # RESOURCE_EXHAUSTED is in every 429 body; it speaks only when nothing more precise did
     # (a daily quota, a wait, a capacity reason).
     if not found and not capacity:
         # The message and its status repeat one fact: the first words say it.
-        for match in _EXHAUSTED.finditer(norm):
+        for match in _EXHAUSTED.pattern.finditer(norm) if _EXHAUSTED in opened else ():
             found.append(
                 findings.not_stated(PROVIDER, match.start(), match.end(), None, "the quota")
             )
             break
     for match in capacity:
         found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
-    for match in _COUNTDOWN.finditer(norm):
+    for match in _COUNTDOWN.pattern.finditer(norm) if _COUNTDOWN in opened else ():
         if text.line_start(match.start()) in waits_on_line:
             continue
         # "Attempt 1 failed: <error>. Retrying after 6173ms...": the countdown covers the
@@ -296,5 +310,5 @@ def scan(text: Text, ctx: Context) -> list[Finding]:
                 retry_after_s=int(match.group("ms")) / 1000.0,
             )
         )
-    found.extend(findings.scan_common(text, PROVIDER, _COMMON))
+    found.extend(findings.scan_common(text, PROVIDER, _COMMON, opened))
     return found

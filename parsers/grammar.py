@@ -10,6 +10,7 @@ import re
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 MONTHS = {
     "jan": 1, "feb": 2, "mar": 3, "apr": 4, "may": 5, "jun": 6,
@@ -74,6 +75,8 @@ def month_number(name: str) -> int:
 _WHITE_SPACE = re.compile(r"\s+")
 
 
+# Cached: called on printed zone names, a few of which recur in every text that has one.
+@lru_cache(maxsize=1024)
 def squeeze(text: str) -> str:
     """A token that a terminal wrapped: its white space removed ("New_\n  York" -> "New_York")."""
     return _WHITE_SPACE.sub("", text)
@@ -123,18 +126,86 @@ def all_needles(*gated: Gated) -> tuple[str, ...]:
     )
 
 
-def module_needles(namespace: dict[str, object], *extra: Gated) -> tuple[str, ...]:
-    """Every needle of the Gated patterns a scanner module defines (plus `extra` ones kept in
-    tables): a text with none of them holds nothing that scanner reads."""
-    gated = [value for value in namespace.values() if isinstance(value, Gated)]
-    return all_needles(*gated, *extra)
+def module_gates(namespace: dict[str, object], *extra: Gated) -> tuple[Gated, ...]:
+    """The Gated patterns a scanner module defines, plus `extra` ones kept in tables."""
+    return (*(value for value in namespace.values() if isinstance(value, Gated)), *extra)
 
 
-def any_needle(text: str, needles: tuple[str, ...]) -> bool:
-    for needle in needles:  # noqa: SIM110 - no generator on the hot path
+#: Printable ASCII by the share of corpus texts holding each character, most common first.
+#: A needle is filed under its least common character; characters not listed count as rarer.
+_COMMON_CHARACTERS = " ertsialomuhcnypdgv:/Y.A()21'05Pfw,xEkC43\nb-qT9M6IUSR"
+
+
+def _rarest(needle: str) -> str:
+    def commonness(char: str) -> int:
+        index = _COMMON_CHARACTERS.find(char)
+        return len(_COMMON_CHARACTERS) - index if index >= 0 else 0
+
+    return min(needle, key=commonness)
+
+
+#: A needle, the patterns it opens, and the needles that contain it (tested only when it occurs).
+_Entry = tuple[str, tuple[Gated, ...], tuple["_Entry", ...]]
+
+
+class GateIndex:
+    """Which of many Gated patterns can match a text, found once for all of them.
+
+    A substring test costs about as much as a pass over the text; a one-character test is a
+    memchr, many times cheaper. So each needle is filed under its rarest character and tested
+    only when that character occurs, and a needle that contains another ("spend cap",
+    "spend") only when the other occurs. Which patterns open is exactly what testing each
+    pattern's needles would give.
+    """
+
+    __slots__ = ("_by_character",)
+
+    def __init__(self, gated: Iterable[Gated]) -> None:
+        gates_of: dict[str, list[Gated]] = {}
+        for gate in gated:
+            for needle in gate.needles:
+                gates_of.setdefault(needle, []).append(gate)
+        # Each needle hangs under the longest other needle it contains, if any.
+        parent_of = {
+            needle: max(
+                (other for other in gates_of if other != needle and other in needle),
+                key=len,
+                default=None,
+            )
+            for needle in gates_of
+        }
+
+        def entry(needle: str) -> _Entry:
+            inner = tuple(entry(child) for child in sorted(gates_of) if parent_of[child] == needle)
+            return needle, tuple(gates_of[needle]), inner
+
+        by_character: dict[str, list[_Entry]] = {}
+        for needle in sorted(gates_of):
+            if parent_of[needle] is None:
+                by_character.setdefault(_rarest(needle), []).append(entry(needle))
+        self._by_character = tuple(
+            (character, tuple(entries)) for character, entries in sorted(by_character.items())
+        )
+
+    def open(self, text: str) -> set[Gated]:
+        """The patterns with a needle in the text."""
+        opened: set[Gated] = set()
+        for character, entries in self._by_character:
+            if character in text:
+                for needle, gates, inner in entries:
+                    if needle in text:
+                        opened.update(gates)
+                        if inner:
+                            _open_entries(text, inner, opened)
+        return opened
+
+
+def _open_entries(text: str, entries: tuple[_Entry, ...], opened: set[Gated]) -> None:
+    for needle, gates, inner in entries:
         if needle in text:
-            return True
-    return False
+            opened.update(gates)
+            if inner:
+                _open_entries(text, inner, opened)
 
 
 def wrappable(phrase: str) -> str:

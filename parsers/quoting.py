@@ -26,6 +26,10 @@ def is_quoted(text: Text, start: int, end: int) -> bool:
     """Whether norm[start:end] stands inside quotation marks in prose: prose continues after
     the closing mark, or the line is the assistant's (⏺, ✦)."""
     norm = text.norm
+    # Most banners follow a word or a separator: no opening quote can stand before them, and
+    # the line need not be found.
+    if start == 0 or (norm[start - 1] not in _OPENING_QUOTES and not norm[start - 1].isspace()):
+        return False
     line_start = max(text.line_start(start), start - _REACH)
     before = norm[line_start:start].rstrip()
     if not before or before[-1] not in _OPENING_QUOTES:

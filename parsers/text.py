@@ -77,6 +77,10 @@ def _fold_run(match: re.Match[str]) -> str:
 
 def fold(text: str) -> str:
     """text.translate(_FOLD), at a fraction of the cost on text that is mostly unchanged."""
+    # In ASCII the fold changes only control characters, the ones isprintable rejects besides
+    # the newline: two passes in C tell a plain ASCII text, at a third of the regex's cost.
+    if text.isascii() and text.replace("\n", " ").isprintable():
+        return text
     return _FOLDABLE_RUN.sub(_fold_run, text)
 
 

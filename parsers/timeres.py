@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
+from functools import lru_cache
 from typing import NamedTuple
 
 from parsers.verdict import Form, Provider, Refusal
@@ -48,6 +49,9 @@ class Reset(NamedTuple):
 Resolved = Reset | Refusal
 
 
+# Cached: a pure function of two short strings, asked for on every reset read (bounded: a
+# scope may come from a JSON field).
+@lru_cache(maxsize=64)
 def window(provider: Provider | None, scope: str | None) -> timedelta:
     """How far ahead a reset of this scope may lie, slack included (rule 7)."""
     if scope in _WINDOWS:
@@ -57,6 +61,7 @@ def window(provider: Provider | None, scope: str | None) -> timedelta:
     return span + slack
 
 
+@lru_cache(maxsize=64)
 def time_of_day_window(provider: Provider | None, scope: str | None) -> timedelta:
     """A time printed without a date lies within the day, or within a shorter scope (rule 3a)."""
     return min(window(provider, scope), _DAY + _HOUR)

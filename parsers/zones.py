@@ -53,13 +53,24 @@ def iana_zone(name: str) -> ZoneInfo | None:
 
 def host_zone(zone: str | None) -> ZoneInfo:
     """The host's zone as the caller gave it, or a ZoneError that says why it cannot be used."""
+    found = host_zone_or_error(zone)
+    if isinstance(found, ZoneError):
+        raise found
+    return found
+
+
+# Most calls repeat one of a few zone names (often None); a raised and caught exception costs
+# more than the rest of resolving a time, so the lookup returns the error and is cached.
+@lru_cache(maxsize=256)
+def host_zone_or_error(zone: str | None) -> ZoneInfo | ZoneError:
+    """host_zone, returning its ZoneError instead of raising it."""
     if zone is None or not zone.strip():
-        raise ZoneError(
+        return ZoneError(
             "zone_unknown", "the time is in the host's local zone; pass the host's IANA zone"
         )
     found = iana_zone(zone.strip())
     if found is None:
-        raise ZoneError("zone_unknown", f"{zone!r} is not a usable IANA zone")
+        return ZoneError("zone_unknown", f"{zone!r} is not a usable IANA zone")
     return found
 
 
