@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 from parsers import claude, codex, gemini, structured
 from parsers.decide import decide
-from parsers.findings import Context, Finding
+from parsers.findings import Context, Finding, failure
 from parsers.grammar import GateIndex
 from parsers.quoting import is_quoted
 from parsers.text import Text, normalize
@@ -155,9 +155,20 @@ def _scan(source: Text, ctx: Context, provider: str | None) -> list[Finding]:
             if message.provider
             else scanners
         )
-        for scan in inner_scanners:
-            for finding in scan(inner, ctx):
-                found.append(_place(source, message, inner, finding))
+        placed = [
+            _place(source, message, inner, finding)
+            for scan in inner_scanners
+            for finding in scan(inner, ctx)
+        ]
+        if message.failed_result and not any(
+            f.role in ("stop", "failure", "countdown") for f in placed
+        ):
+            line = source.original_span(message.line_start, message.line_end)
+            placed.append(
+                failure("other_failure", message.provider, message.line_start, message.line_end)
+                .moved(message.line_start, message.line_end, line)
+            )  # fmt: skip
+        found.extend(placed)
     return found
 
 

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.findings import Context, Finding, as_structured, marker, stop
+from parsers.findings import Context, Finding, as_structured, failure, marker, stop
 from parsers.timeres import at_epoch, window
 from parsers.verdict import Provider, Refusal
 
@@ -55,6 +55,8 @@ class Message:
     provider: Provider | None
     line_start: int
     line_end: int
+    #: From a `result` that failed: when its text names no failure, it is other_failure.
+    failed_result: bool = False
 
 
 @dataclass(slots=True)
@@ -107,10 +109,15 @@ def _event(
         )
         if not failed:
             out.findings.append(marker("went_on", None, start, end))
-        elif message := _text(event.get("result")):
-            out.messages.append(Message(message, None, start, end))
+            return True
+        # Rule 9: a failed result is a failure even when the CLI exits 0 ("No conversation
+        # found with session ID", max turns): its text decides what kind, else other_failure.
+        if message := _text(event.get("result")):
+            out.messages.append(Message(message, None, start, end, failed_result=True))
         elif isinstance(event.get("error"), dict):
             _error_body(event["error"], start, end, out)
+        else:
+            out.findings.append(failure("other_failure", None, start, end))
     elif kind == "assistant":
         if _nested(event, "message", "model") == "<synthetic>":
             # Claude prints its own limit banner as a synthetic assistant message.
