@@ -22,11 +22,10 @@ from pydantic import (
 )
 
 from app.domain.failures import FailureReport
+from app.domain.ids import ID_HELP as ID_HELP  # re-exported: app.web.routes
+from app.domain.ids import ID_PATTERN as ID_PATTERN
 from app.domain.report_fields import FieldWarning, read_optional_fields
 from app.domain.rules import FailureKind
-
-ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}$"
-ID_HELP = "1 to 200 of A-Z a-z 0-9 . _ : @ -, starting with a letter or digit"
 
 RootId = Annotated[str, Path(pattern=ID_PATTERN, max_length=200, description=ID_HELP)]
 RunId = Annotated[str, Path(pattern=ID_PATTERN, max_length=200, description=ID_HELP)]

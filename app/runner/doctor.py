@@ -143,6 +143,8 @@ def check_store(env: Mapping[str, str], now: datetime) -> StoreCheck:
 def _check_service(url: str, token: str | None, now: datetime) -> StoreCheck:
     import httpx
 
+    from app.runner.store import instant
+
     lines = [f"store: the rewake service at {url} (REWAKE_URL)"]
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
@@ -156,25 +158,28 @@ def _check_service(url: str, token: str | None, now: datetime) -> StoreCheck:
     checks = body.get("checks", {}) if isinstance(body, dict) else {}
     seen = (checks.get("sweeper") or {}).get("seen_at")
     lines.append(f"    reachable; ready: {'yes' if answer.status_code == 200 else 'no'}")
-    lines.append(sweeper_line(_instant(seen), now))
+    lines.append(sweeper_line(instant(seen), now))
     return StoreCheck(lines, ok=True)
 
 
 def _check_local_db(env: Mapping[str, str], now: datetime) -> StoreCheck:
-    from pydantic import ValidationError
-
-    from app.settings import Settings
+    from app.runner.store import StoreError, database_url, local_settings
 
     try:
-        settings = Settings()
-    except ValidationError as error:
-        return StoreCheck([f"store: ✗ the settings are invalid: {error}"], ok=False)
-    url = settings.sqlalchemy_url
-    lines = [f"store: the local database {_redacted(url)} (REWAKE_DATABASE_URL)"]
-    if url.startswith("sqlite") and (path := _sqlite_file(url)) is not None:
-        lines[0] = f"store: the local SQLite file {path.absolute()}"
-        if not path.exists():
-            return StoreCheck([*lines, "    not created yet: the first report creates it"], True)
+        url = local_settings(env, create=False).sqlalchemy_url
+    except StoreError as error:
+        return StoreCheck([f"store: ✗ the settings are invalid: {error.detail}"], ok=False)
+    _url, where = database_url(env, create=False)
+    lines = [f"store: the local database {_redacted(url)} ({where})"]
+    path = _sqlite_file(url) if url.startswith("sqlite") else None
+    if path is not None:
+        lines[0] = f"store: the local SQLite file {path.absolute()} ({where})"
+    if where != "REWAKE_DATABASE_URL":
+        # `rewake sweep` and `rewake serve` default to rewake.db in their working directory:
+        # a sweeper started without this setting watches another file and never fires these.
+        lines.append(f"    a sweeper for these sessions needs REWAKE_DATABASE_URL={url}")
+    if path is not None and not path.exists():
+        return StoreCheck([*lines, "    not created yet: the first report creates it"], True)
     try:
         seen = _latest_heartbeat(url)
     except Exception as error:  # any database error is reported, not raised
@@ -209,15 +214,6 @@ def _redacted(url: str) -> str:
     return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
 
 
-def _instant(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-
-
 def sweeper_line(seen: datetime | None, now: datetime) -> str:
     if seen is None:
         return "    ! no sweeper seen here yet: armed marks fire only while one runs (rewake sweep)"
@@ -244,7 +240,7 @@ def state_lines(env: Mapping[str, str], zone: str | None) -> list[str]:
 
 def run_doctor(env: Mapping[str, str], now: datetime) -> tuple[list[str], int]:
     """The report's lines and the exit status: 1 when something rewake needs is broken."""
-    from app.runner.hook import host_zone
+    from app.runner.hostzone import host_zone
 
     checks = [check_cli(name, env) for name in PROBES]
     lines = [line for check in checks for line in cli_lines(check)]

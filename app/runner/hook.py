@@ -1,7 +1,7 @@
-"""`rewake hook claude`: report an interactive Claude Code session's failed turn to rewake.
+"""`rewake hook claude`: tell rewake what an interactive Claude Code session is doing.
 
-Claude Code runs the hook on its `StopFailure` event (a turn ended on an API error) with one JSON
-object on stdin, documented as:
+Claude Code runs the hook with one JSON object on stdin. On `StopFailure` (a turn ended on an
+API error) the hook reports the failure; documented as:
 
     {"session_id": "00893aaf-...", "transcript_path": "/home/u/.claude/projects/.../x.jsonl",
      "cwd": "/home/u/shop", "hook_event_name": "StopFailure", "error": "rate_limit",
@@ -10,45 +10,50 @@ object on stdin, documented as:
 
 `error` is one of rate_limit, authentication_failed, billing_error, invalid_request,
 server_error, max_output_tokens, unknown. The payload rarely says when a limit resets, so the
-hook also sends the last part of the session's transcript (JSON lines: Claude writes its limit
-banner there as a synthetic assistant message) and lets the parser decide.
+hook also sends the last part of the session's transcript (app.runner.transcript) and lets the
+parser decide.
 
-Claude Code ignores this hook's output and exit status, and a hook that hangs or crashes must
-never cost the user their session: every problem is one line on stderr (and in the hook log)
-and exit status 0; the caller bounds the whole run in time.
+On `UserPromptSubmit` (the user typed a prompt; the payload adds `prompt`) and on
+`SessionStart` with `source` "resume" (the user reopened the session), the user is continuing
+by hand: for a session the hook reported before, the next attempt is recorded as started,
+which clears an armed auto-resume (`manual_resume`), so the conversation is never also resumed
+headless.
+
+Claude Code ignores a StopFailure hook's output and exit status, and a hook that hangs or
+crashes must never cost the user their session: every problem is one line on stderr (and in the
+hook log) and exit status 0, never stdout (Claude adds a UserPromptSubmit hook's stdout to the
+conversation); the caller bounds the whole run in time.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
 from app.runner import records
-from app.runner.store import JSON, Store, StoreError, check_id
+from app.runner.store import JSON, Store, StoreError
+from app.runner.transcript import TranscriptTail, last_user_prompt, read_transcript_tail
 
-#: How much of the transcript's end is read: enough for the last turn's error rows, bounded
-#: because transcripts of long sessions reach hundreds of megabytes.
-TAIL_BYTES = 256 * 1024
-#: How many of the tail's JSON rows are sent at most (the last ones).
-MAX_EVENTS = 200
 #: The hook payload is a few hundred bytes; anything past this is not a payload.
 MAX_STDIN_BYTES = 4 << 20
 #: The run id every interactive session's failures are reported under.
 RUN_ID = "interactive"
 PROVIDER = "claude"
-
-_UNKNOWN_ZONES = frozenset({"Etc/Unknown", "Factory", "localtime", "posixrules"})
+#: What a session id may look like (Claude's are UUIDs). It ends up in the resume's argv as
+#: `--resume <id>`: a value starting with `-` would be read as a flag (an injected
+#: `--dangerously-skip-permissions`), so anything else is refused, not cleaned up.
+SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
+#: The hook events that mean the user continues the session by hand.
+CONTINUE_EVENTS = frozenset({"UserPromptSubmit", "SessionStart"})
 
 
 class HookInputError(ValueError):
-    """The payload on stdin is not a StopFailure payload the hook can use."""
+    """The payload on stdin is not a hook payload the hook can use."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,21 +68,13 @@ class HookInput:
     error_details: str | None = None
     last_assistant_message: str | None = None
     permission_mode: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TranscriptTail:
-    """The JSON rows at the end of a transcript, oldest first."""
-
-    events: list[dict[str, Any]] = field(default_factory=list)
-    #: The `uuid` of the last row: the same key twice means the same failure reported again.
-    last_key: str | None = None
-    #: A problem reading it, said once to the user; the report goes ahead without it.
-    problem: str | None = None
+    #: SessionStart's `source`: startup, resume, clear or compact.
+    source: str | None = None
 
 
 def read_hook_input(raw: str) -> HookInput:
-    """The payload read tolerantly: fields of the wrong type are dropped, unknown ones ignored."""
+    """The payload read tolerantly: fields of the wrong type are dropped, unknown ones ignored;
+    a session_id that is not an id is refused."""
     try:
         data = json.loads(raw)
     except (ValueError, RecursionError) as error:
@@ -92,8 +89,13 @@ def read_hook_input(raw: str) -> HookInput:
     session_id = text("session_id")
     if session_id is None:
         raise HookInputError("the payload has no session_id")
+    if not SESSION_ID.fullmatch(session_id):
+        raise HookInputError(
+            f"session_id {session_id[:80]!r} is not a session id (1 to 128 of A-Z a-z 0-9 _ -, "
+            "starting with a letter or digit); nothing recorded"
+        )
     return HookInput(
-        session_id=session_id.strip(),
+        session_id=session_id,
         transcript_path=text("transcript_path"),
         cwd=text("cwd"),
         hook_event_name=text("hook_event_name"),
@@ -101,6 +103,7 @@ def read_hook_input(raw: str) -> HookInput:
         error_details=_details(data.get("error_details")),
         last_assistant_message=text("last_assistant_message"),
         permission_mode=text("permission_mode"),
+        source=text("source"),
     )
 
 
@@ -113,80 +116,10 @@ def _details(value: Any) -> str | None:
     return None
 
 
-def read_transcript_tail(
-    path: str | None, *, max_bytes: int = TAIL_BYTES, max_events: int = MAX_EVENTS
-) -> TranscriptTail:
-    """The last JSON-object rows of the transcript at `path`, reading at most `max_bytes`."""
-    if path is None:
-        return TranscriptTail(problem="the payload names no transcript_path")
-    file = Path(path).expanduser()
-    try:
-        with file.open("rb") as handle:
-            if not file.is_file():
-                return TranscriptTail(problem=f"{file} is not a regular file")
-            size = handle.seek(0, os.SEEK_END)
-            start = max(0, size - max_bytes)
-            handle.seek(start)
-            chunk = handle.read(max_bytes)
-    except OSError as error:
-        return TranscriptTail(problem=f"cannot read the transcript: {error.strerror or error}")
-    lines = chunk.split(b"\n")
-    if start > 0:
-        lines = lines[1:]  # the first line was cut by the seek
-    events: list[dict[str, Any]] = []
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except (ValueError, RecursionError):
-            continue  # only JSON lines are sent: a file that is not a transcript yields nothing
-        if isinstance(row, dict):
-            events.append(row)
-    events = events[-max_events:]
-    last_key = events[-1].get("uuid") if events else None
-    return TranscriptTail(events, last_key if isinstance(last_key, str) else None)
-
-
-def host_zone(env: Mapping[str, str] | None = None) -> str | None:
-    """The IANA zone the CLI prints local times in, or None when it cannot be told for sure.
-
-    TZ decides when set (Claude Code, a Node program, follows it), else /etc/localtime's link
-    target, else /etc/timezone. Never a guess: a TZ that is no IANA name gives None."""
-    env = os.environ if env is None else env
-    if "TZ" in env:
-        return _zone_name(env["TZ"].lstrip(":"))
-    try:
-        target = os.path.realpath("/etc/localtime")
-    except OSError:
-        target = ""
-    if (name := _zone_name(target)) is not None:
-        return name
-    try:
-        return _zone_name(Path("/etc/timezone").read_text(encoding="utf-8").strip())
-    except OSError:
-        return None
-
-
-def _zone_name(value: str) -> str | None:
-    if "zoneinfo/" in value:
-        value = value.split("zoneinfo/", 1)[1]
-    if not value or value.startswith("/") or value in _UNKNOWN_ZONES:
-        return None
-    try:
-        ZoneInfo(value)
-    except (ValueError, KeyError, OSError):  # ZoneInfoNotFoundError is a KeyError
-        return None
-    return value
-
-
 def root_id_for(session_id: str) -> str:
-    """A stable root id for the Claude session: `claude-<session id>` (hashed if odd)."""
-    candidate = f"claude-{session_id}"
-    try:
-        return check_id(candidate, "root_id")
-    except StoreError:
-        return "claude-" + hashlib.sha256(session_id.encode()).hexdigest()[:32]
+    """The Claude session's root id: `claude-<session id>` (a valid id: SESSION_ID is a subset
+    of the API's id alphabet)."""
+    return f"claude-{session_id}"
 
 
 def next_attempt(session: JSON | None, run_id: str = RUN_ID) -> int:
@@ -234,24 +167,6 @@ PERMISSION_MODES = frozenset(
 )
 #: The task a fresh start (fresh_if_missing) begins with when the transcript names none.
 NO_TASK = "Continue the task in this directory from where it stopped."
-MAX_TASK_CHARS = 10_000
-
-
-def last_user_prompt(tail: TranscriptTail) -> str | None:
-    """The text the user last typed, from the transcript rows (not tool results, not the
-    wrappers of local commands such as /login)."""
-    for row in reversed(tail.events):
-        if row.get("type") != "user" or row.get("isMeta") or row.get("isSidechain"):
-            continue
-        content = (row.get("message") or {}).get("content")
-        if isinstance(content, list):
-            texts = [
-                i.get("text") for i in content if isinstance(i, dict) and i.get("type") == "text"
-            ]
-            content = "\n".join(t for t in texts if isinstance(t, str))
-        if isinstance(content, str) and content.strip() and not content.lstrip().startswith("<"):
-            return content.strip()[:MAX_TASK_CHARS]
-    return None
 
 
 def resume_args(hook: HookInput, tail: TranscriptTail) -> list[str]:
@@ -279,6 +194,8 @@ def resume_record(
     --auto-resume` does."""
     extra = dict(old.extra) if old is not None else {}
     extra.update(origin="hook", hook_failure_key=failure_key(tail))
+    # A new failure: the next prompt typed by hand continues it, so it must be looked at again.
+    extra.pop(CONTINUED, None)
     extra["auto_resume"] = auto_resume or bool(extra.get("auto_resume"))
     base = old or records.RunRecord(root_id, RUN_ID, PROVIDER, cwd="", args=[])
     return replace(
@@ -321,15 +238,22 @@ def run_hook(
     auto_resume: bool,
     zone: str | None,
 ) -> HookResult:
-    """Report the StopFailure in `raw`; never raises for bad input or a refusing store."""
+    """Report the StopFailure in `raw`, or a continuation by hand (UserPromptSubmit, SessionStart
+    resume); never raises for bad input or a refusing store."""
     result = HookResult()
     try:
         hook = read_hook_input(raw)
     except HookInputError as error:
         result.say(f"ignored: {error}")
         return result
+    if hook.hook_event_name in CONTINUE_EVENTS:
+        continue_by_hand(hook, result, env=env, open_store=open_store)
+        return result
     if hook.hook_event_name not in (None, "StopFailure"):
-        result.say(f"ignored: hook_event_name {hook.hook_event_name!r} is not StopFailure")
+        result.say(
+            f"ignored: hook_event_name {hook.hook_event_name!r} is not StopFailure, "
+            "UserPromptSubmit or SessionStart"
+        )
         return result
     tail = read_transcript_tail(hook.transcript_path)
     if tail.problem:
@@ -364,7 +288,7 @@ def _report(
         session = None
     old = records.load(root_id, env)
     key = failure_key(tail)
-    attempt = next_attempt(session)
+    attempt = failure_attempt(session, old)
     seen = old is not None and key is not None and old.extra.get("hook_failure_key") == key
     if old is not None and seen and attempt - 1 == old.attempt:
         # Claude Code fires StopFailure again for a failure it already showed (helper queries
@@ -392,6 +316,77 @@ def _report(
     result.say(f"auto-resume {mark.get('state')}: due {mark.get('due_at')}")
     for warning in mark.get("warnings") or []:
         result.say(f"warning: {warning}")
+
+
+def failure_attempt(session: JSON | None, old: records.RunRecord | None) -> int:
+    """The attempt a failure is reported on: the one the user started by hand (a prompt typed
+    in the interactive session) while it is still open, else a new one."""
+    current = current_attempt(session)
+    if old is not None and current is not None:
+        number, status = current
+        if status == "started" and old.extra.get(CONTINUED) == number:
+            return number
+    return next_attempt(session)
+
+
+def current_attempt(session: JSON | None) -> tuple[int, str] | None:
+    """(number, status) of the interactive run's current attempt, as the store has it."""
+    for run in (session or {}).get("runs") or []:
+        if not isinstance(run, dict) or run.get("run_id") != RUN_ID:
+            continue
+        for attempt in run.get("attempts") or []:
+            if isinstance(attempt, dict) and attempt.get("attempt") == run.get("current_attempt"):
+                return int(attempt["attempt"]), str(attempt.get("status"))
+    return None
+
+
+#: The record's note of the attempt a continuation by hand was last settled for: while it equals
+#: the record's attempt, a prompt has nothing to record and the store is not even opened.
+CONTINUED = "continued_attempt"
+
+
+def continue_by_hand(
+    hook: HookInput,
+    result: HookResult,
+    *,
+    env: Mapping[str, str],
+    open_store: Callable[[], Store],
+) -> None:
+    """The user typed in (or reopened) the interactive session: if its current attempt failed,
+    record the next one as started, which clears an armed auto-resume as `manual_resume`.
+
+    UserPromptSubmit fires on every prompt of every session, so an unknown session costs one
+    file lookup (no RunRecord from this hook: silent, no store opened, nothing written)."""
+    if hook.hook_event_name == "SessionStart" and hook.source != "resume":
+        return  # a new, cleared or compacted session continues no failed turn
+    if env.get("REWAKE_MARK_ID"):
+        return  # Claude runs under rewake's own resume (the executor's env): it records itself
+    root_id = root_id_for(hook.session_id)
+    old = records.load(root_id, env)
+    if old is None or old.extra.get("origin") != "hook" or old.extra.get(CONTINUED) == old.attempt:
+        return
+    result.root_id = root_id
+    store = open_store()
+    try:
+        session = store.get_session(root_id)
+        current = current_attempt(session)
+        if current is None or current[1] == "started":
+            return  # nothing failed, or an attempt is in flight and may still fail: look again
+        attempt = old.attempt
+        if current[1] == "failed":
+            attempt = next_attempt(session)
+            store.record_attempt(root_id, RUN_ID, attempt, "started")
+            result.attempt = attempt
+            result.say(
+                f"{root_id}: continued by hand ({hook.hook_event_name}): attempt {attempt} "
+                "started; an armed auto-resume is cleared (manual_resume)"
+            )
+        records.save(replace(old, attempt=attempt, extra={**old.extra, CONTINUED: attempt}), env)
+    except StoreError as error:
+        if error.code not in ("session_not_found", "session_deleted"):
+            result.say(f"{root_id}: continuation not recorded: {error.code}: {error.detail}")
+    finally:
+        store.close()
 
 
 def _banner_words(answer: JSON) -> str:

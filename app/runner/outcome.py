@@ -10,14 +10,13 @@ CLI rode out, or an `allowed`/`allowed_warning` rate-limit event, is not a failu
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+# host_zone lives in app.runner.hostzone (one answer for `rewake run` and `rewake hook`); it is
+# re-exported here because run_cli imports it from this module.
+from app.runner.hostzone import host_zone as host_zone
 from app.runner.providers import Event, Provider
 from app.runner.supervise import Finished
 from parsers import parse
@@ -106,26 +105,3 @@ def failure_body(
     if classified.failure_kind is not None:
         body["failure_kind"] = classified.failure_kind
     return body
-
-
-def host_zone(env: Mapping[str, str] | None = None, etc: Path = Path("/etc")) -> str | None:
-    """The IANA zone of this machine, or None when it cannot be told (never guessed): TZ when
-    it names one, else /etc/timezone, else where /etc/localtime points."""
-    env = os.environ if env is None else env
-    candidates = [env.get("TZ", "").lstrip(":")]
-    with contextlib.suppress(OSError):
-        candidates.append((etc / "timezone").read_text(encoding="utf-8").strip())
-    try:
-        target = str((etc / "localtime").resolve())
-    except OSError:
-        target = ""
-    if "zoneinfo/" in target:
-        candidates.append(target.split("zoneinfo/", 1)[1])
-    for name in candidates:
-        if name and ("/" in name or name == "UTC"):
-            try:
-                ZoneInfo(name)
-            except (ZoneInfoNotFoundError, ValueError):
-                continue
-            return name
-    return None

@@ -2,25 +2,29 @@
 
 Two stores answer the same calls with the API's JSON: `HttpStore` talks to a rewake service at
 `REWAKE_URL` (with `REWAKE_TOKEN`, a `name:secret` pair), `LocalStore` runs the very domain
-functions the API's routes call, in the local database (`REWAKE_DATABASE_URL`, the SQLite file
-by default), upgrading its schema first as `rewake serve` does. A refusal is a `StoreError` with
-the API's stable code either way, so the callers never care which store they hold.
+functions the API's routes call, in the local database, upgrading its schema first as `rewake
+serve` does. That database is `REWAKE_DATABASE_URL` when set, else `rewake.db` in the state
+directory: one file per user, wherever the command runs (Claude Code runs hooks in the project's
+directory), unlike `rewake serve`'s default of the working directory. A refusal is a
+`StoreError` with the API's stable code either way, so the callers never care which store they
+hold.
 """
 
 from __future__ import annotations
 
 import getpass
 import os
-import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 from zoneinfo import ZoneInfo
 
+from app.domain.ids import ID_HELP, ID_RE
+
 JSON = dict[str, Any]
 T = TypeVar("T")
-
-_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}")
+Clock = Callable[[], datetime]
+DATABASE_FILE = "rewake.db"
 
 
 class StoreError(Exception):
@@ -60,6 +64,18 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
+def instant(value: Any) -> datetime | None:
+    """An instant of the API's JSON (ISO 8601 with an offset or `Z`), or None for anything
+    else: a time without an offset is no instant."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo is not None else None
+
+
 def local_actor() -> str:
     """The local user, as `armed_by` records them."""
     try:
@@ -70,23 +86,46 @@ def local_actor() -> str:
 
 
 def check_id(value: str, what: str) -> str:
-    if not _ID.fullmatch(value):
-        raise StoreError(
-            "invalid_request",
-            f"{what} {value!r} must be 1 to 200 of A-Z a-z 0-9 . _ : @ -, starting with a "
-            "letter or digit",
-            422,
-        )
+    if not ID_RE.fullmatch(value):
+        raise StoreError("invalid_request", f"{what} {value!r} must be {ID_HELP}", 422)
     return value
 
 
-def open_store(env: Mapping[str, str] | None = None) -> Store:
-    """`HttpStore` when REWAKE_URL is set, `LocalStore` on the configured database otherwise."""
+def database_url(env: Mapping[str, str] | None = None, *, create: bool = True) -> tuple[str, str]:
+    """(the local database's URL, where it came from): REWAKE_DATABASE_URL when set, else
+    `rewake.db` in the state directory (created here unless `create` is false)."""
+    from app.runner.records import state_dir
+
+    env = os.environ if env is None else env
+    if env.get("REWAKE_DATABASE_URL"):
+        return env["REWAKE_DATABASE_URL"], "REWAKE_DATABASE_URL"
+    directory = state_dir(env)
+    if create:
+        directory.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(directory / DATABASE_FILE).absolute()}", "default: the state dir"
+
+
+def local_settings(env: Mapping[str, str] | None = None, *, create: bool = True) -> Any:
+    """The service settings from the environment, on the runner's database (`database_url`)."""
+    from pydantic import ValidationError
+
+    from app.settings import Settings
+
+    url, _where = database_url(env, create=create)
+    try:
+        return Settings(database_url=url)
+    except ValidationError as error:
+        raise StoreError("invalid_configuration", str(error)) from error
+
+
+def open_store(env: Mapping[str, str] | None = None, *, clock: Clock | None = None) -> Store:
+    """`HttpStore` when REWAKE_URL is set, `LocalStore` on the runner's database otherwise.
+    `clock` is the command's one reading of the clock (the service reads its own)."""
     env = os.environ if env is None else env
     url = env.get("REWAKE_URL")
     if url:
         return HttpStore(url, token=env.get("REWAKE_TOKEN"))
-    return LocalStore.from_settings()
+    return LocalStore.from_settings(env, clock=clock)
 
 
 class HttpStore:
@@ -161,7 +200,7 @@ class LocalStore:
         self,
         settings: Any,
         *,
-        clock: Callable[[], datetime] | None = None,
+        clock: Clock | None = None,
         actor: str | None = None,
         migrate: bool = True,
     ) -> None:
@@ -176,16 +215,9 @@ class LocalStore:
             upgrade(self.database.engine)
 
     @classmethod
-    def from_settings(cls, **kwargs: Any) -> LocalStore:
-        from pydantic import ValidationError
-
-        from app.settings import Settings
-
-        try:
-            settings = Settings()
-        except ValidationError as error:
-            raise StoreError("invalid_configuration", str(error)) from error
-        return cls(settings, **kwargs)
+    def from_settings(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> LocalStore:
+        """The store on `local_settings(env)`: REWAKE_DATABASE_URL, else the state dir's file."""
+        return cls(local_settings(env), **kwargs)
 
     def context(self) -> Any:
         """One call's view of the world: the clock is read here, once."""

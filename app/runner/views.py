@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from app.domain.banners import banner_for, describe_wait, format_local
+from app.runner.store import instant
 
 JSON = dict[str, Any]
 DASH = "—"
@@ -38,22 +39,11 @@ REFUSALS: dict[str, str] = {
         "--despite-native to arm anyway"
     ),
     "attempt_already_resumed": (
-        "this attempt's resume already ran or was overtaken; a resume is never repeated"
+        "this attempt's auto-resume already ran or was overtaken; a resume is never repeated"
     ),
     "session_cancelled": "the session was cancelled, which is final",
     "recovery_in_progress": "a resume for this session is being sent right now",
 }
-
-
-def instant(value: Any) -> datetime | None:
-    """An ISO-8601 instant from the API's JSON, or None."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else None
 
 
 def when(value: Any, now: datetime, zone: tzinfo | None) -> str:
@@ -70,9 +60,20 @@ def at(value: Any, now: datetime, zone: tzinfo | None) -> str:
     return format_local(moment, zone, now) if moment is not None else DASH
 
 
+#: Codes whose detail from the store only restates the code (in the API's terms, such as
+#: "send despite_native"): their words here say it all, so the detail is not repeated.
+GENERIC_DETAIL = frozenset(
+    {"attempt_already_resumed", "native_auto_continue", "session_cancelled", "recovery_in_progress"}
+)
+
+
 def refusal_words(code: str, detail: str | None = None) -> str:
+    """Why the store refused, in words; the store's detail is added when it says more (which
+    of the reasons a code covers, the limit message's own words)."""
     words = REFUSALS.get(code, code.replace("_", " "))
-    return f"{words} ({detail})" if detail and detail not in words else words
+    if not detail or detail in words or (code in REFUSALS and code in GENERIC_DETAIL):
+        return words
+    return f"{words} ({detail})"
 
 
 # -- rewake ls -----------------------------------------------------------------------------

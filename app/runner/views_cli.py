@@ -7,9 +7,9 @@ reads the clock once and passes `now` down.
 Exit statuses (the hook's is always 0: Claude Code must never be disturbed by it):
   0  done
   1  `rewake doctor` found something rewake needs missing or broken
-  2  bad usage (argparse)
+  2  bad usage (argparse, or a NAME that is not a valid session id)
   3  the store refused by its rules (409: e.g. auto-resume not offered for this failure)
-  4  no such session (unknown, deleted, or not a valid name)
+  4  no such session (unknown or deleted)
   5  the store could not be used (unreachable service, bad configuration, unauthorized, ...)
 """
 
@@ -24,17 +24,19 @@ from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 
-EXIT_OK, EXIT_DOCTOR, EXIT_REFUSED, EXIT_NOT_FOUND, EXIT_STORE = 0, 1, 3, 4, 5
-NOT_FOUND_CODES = frozenset({"session_not_found", "session_deleted", "invalid_request"})
+EXIT_OK, EXIT_DOCTOR, EXIT_USAGE, EXIT_REFUSED, EXIT_NOT_FOUND, EXIT_STORE = 0, 1, 2, 3, 4, 5
+NOT_FOUND_CODES = frozenset({"session_not_found", "session_deleted"})
 HOOK_TIMEOUT_S = 20.0
 
 
 def register(commands: Any) -> None:
     hook = commands.add_parser(
         "hook",
-        help="report a failed turn of an interactive CLI (Claude Code's StopFailure hook)",
+        help="report an interactive Claude Code session's failed turn, or its continuation",
         description=(
-            "Read Claude Code's StopFailure hook JSON on stdin and report the failure to rewake. "
+            "Read Claude Code's hook JSON on stdin: a StopFailure is reported to rewake; a "
+            "UserPromptSubmit or SessionStart (resume) in a session the hook reported records "
+            "that the user continued by hand, clearing an armed auto-resume. "
             "Always exits 0: problems are one line on stderr (and in <state dir>/hook.log)."
         ),
     )
@@ -109,15 +111,18 @@ def _store_failure(command: str, error: Exception) -> int:
     print(f"rewake {command}: {error.code}: {error.detail}", file=sys.stderr)
     if error.code in NOT_FOUND_CODES:
         return EXIT_NOT_FOUND
+    if error.code == "invalid_request":
+        return EXIT_USAGE
     return EXIT_REFUSED if error.status == 409 else EXIT_STORE
 
 
-def _with_store(command: str, work: Callable[[Any], int]) -> int:
-    """Open the store, run `work`, close it; any store problem is one line and a status."""
+def _with_store(command: str, now: datetime, work: Callable[[Any], int]) -> int:
+    """Open the store, run `work`, close it; any store problem is one line and a status. A
+    local store answers every call as of `now`, the command's one reading of the clock."""
     from app.runner.store import open_store
 
     try:
-        store = open_store()
+        store = open_store(clock=lambda: now)
     except Exception as error:  # a bad URL or database: one line, no traceback
         return _store_failure(command, error)
     try:
@@ -150,7 +155,9 @@ def run_ls(args: argparse.Namespace) -> int:
     def work(store: Any) -> int:
         listing = store.list_sessions(limit=args.limit, **filters)
         sessions = []
-        for summary in listing.get("sessions", []):
+        # The list's items carry no mark (GET /api/agent/runs), so each row costs one more
+        # call: at most --limit of them.
+        for summary in listing.get("sessions", [])[: args.limit]:
             try:
                 mark = store.get_mark(summary["root_id"])
             except StoreError:
@@ -168,7 +175,7 @@ def run_ls(args: argparse.Namespace) -> int:
         console.print(views.ls_renderable(rows, console.width))
         return EXIT_OK
 
-    return _with_store("ls", work)
+    return _with_store("ls", now, work)
 
 
 def _words(filters: dict[str, str]) -> str:
@@ -181,6 +188,8 @@ def run_show(args: argparse.Namespace) -> int:
     from app.runner import views
 
     now, zone = datetime.now(UTC), display_zone()
+    if (bad := _invalid_name("show", args.name)) is not None:
+        return bad
 
     def work(store: Any) -> int:
         session = store.get_session(args.name)
@@ -190,7 +199,7 @@ def run_show(args: argparse.Namespace) -> int:
             Console(highlight=False).print(views.show_view(session, now, zone))
         return EXIT_OK
 
-    return _with_store("show", work)
+    return _with_store("show", now, work)
 
 
 def run_auto_resume(args: argparse.Namespace) -> int:
@@ -199,6 +208,8 @@ def run_auto_resume(args: argparse.Namespace) -> int:
 
     now, zone = datetime.now(UTC), display_zone()
     enabled = args.switch == "on"
+    if (bad := _invalid_name("auto-resume", args.name)) is not None:
+        return bad
 
     def work(store: Any) -> int:
         try:
@@ -211,8 +222,9 @@ def run_auto_resume(args: argparse.Namespace) -> int:
             words = views.refusal_words(error.code, error.detail)
             print(f"rewake auto-resume: refused ({error.code}): {words}", file=sys.stderr)
             return EXIT_REFUSED
-        if args.fresh_if_missing:
-            print(_set_fresh_if_missing(records, args.name, enabled))
+        asked = args.fresh_if_missing or not enabled
+        if asked and (said := _set_fresh_if_missing(records, args.name, enabled)) is not None:
+            print(said)
         if args.json:
             print(json.dumps(mark, indent=2, ensure_ascii=False))
         else:
@@ -220,13 +232,31 @@ def run_auto_resume(args: argparse.Namespace) -> int:
                 print(line)
         return EXIT_OK
 
-    return _with_store("auto-resume", work)
+    return _with_store("auto-resume", now, work)
 
 
-def _set_fresh_if_missing(records: Any, root_id: str, enabled: bool) -> str:
-    if not enabled:
-        return "--fresh-if-missing: ignored when turning auto-resume off"
+def _invalid_name(command: str, name: str) -> int | None:
+    """Bad usage (exit 2, with the reason) when NAME cannot be a session's root id at all."""
+    from app.runner.store import StoreError, check_id
+
+    try:
+        check_id(name, "NAME")
+    except StoreError as error:
+        print(f"rewake {command}: {error.code}: {error.detail}", file=sys.stderr)
+        return EXIT_USAGE
+    return None
+
+
+def _set_fresh_if_missing(records: Any, root_id: str, enabled: bool) -> str | None:
+    """Arm a fresh start for a missing conversation (on), or disarm it (off): turning
+    auto-resume off must not leave a fresh start waiting for a later arming."""
     record = records.load(root_id)
+    if not enabled:
+        if record is None or not record.fresh_if_missing:
+            return None
+        record.fresh_if_missing = False
+        records.save(record)
+        return "--fresh-if-missing: cleared (a missing conversation will not be started fresh)"
     if record is None:
         return (
             f"--fresh-if-missing: no local record for {root_id} in {records.state_dir()}; "
@@ -249,24 +279,26 @@ def run_doctor_command(args: argparse.Namespace) -> int:
 def run_hook_command(args: argparse.Namespace) -> int:
     """The hook, bounded in time: whatever happens, exit 0 within `--timeout` seconds."""
     lines: list[str] = []
-    worker = threading.Thread(target=_hook_worker, args=(args, lines), daemon=True)
+    now = datetime.now(UTC)  # the hook's one reading of the clock: report, store and log
+    worker = threading.Thread(target=_hook_worker, args=(args, now, lines), daemon=True)
     worker.start()
     worker.join(max(args.timeout, 0.1))
     if worker.is_alive():
         # The report may still land; Claude Code must not wait for it. The daemon thread dies
         # with the process (a SQLite write in flight is rolled back, never half-done).
         lines.append(f"gave up after {args.timeout:g} s (store slow or stdin never closed)")
-    _say(lines)
+    _say(lines, now)
     return EXIT_OK
 
 
-def _hook_worker(args: argparse.Namespace, lines: list[str]) -> None:
+def _hook_worker(args: argparse.Namespace, now: datetime, lines: list[str]) -> None:
     from app.runner import hook
+    from app.runner.hostzone import host_zone
     from app.runner.store import open_store
 
     try:
         if sys.stdin is None or sys.stdin.isatty():
-            lines.append("reads Claude Code's StopFailure JSON on stdin (see docs/providers.md)")
+            lines.append("reads Claude Code's hook JSON on stdin (see docs/providers.md)")
             return
         raw = sys.stdin.buffer.read(hook.MAX_STDIN_BYTES + 1)
         if len(raw) > hook.MAX_STDIN_BYTES:
@@ -274,22 +306,25 @@ def _hook_worker(args: argparse.Namespace, lines: list[str]) -> None:
             return
         result = hook.run_hook(
             raw.decode("utf-8", errors="replace"),
-            now=datetime.now(UTC),
+            now=now,
             env=os.environ,
-            open_store=open_store,
+            open_store=lambda: open_store(clock=lambda: now),
             auto_resume=args.auto_resume,
-            zone=hook.host_zone(),
+            zone=host_zone(),
         )
         lines.extend(result.lines)
     except Exception as error:  # the hook never breaks Claude: one line instead
         lines.append(f"failed: {type(error).__name__}: {error}")
 
 
-def _say(lines: list[str]) -> None:
-    """Each line on stderr and appended to <state dir>/hook.log (Claude Code shows neither)."""
+def _say(lines: list[str], now: datetime) -> None:
+    """Each line on stderr and appended to <state dir>/hook.log (Claude Code shows neither).
+    Nothing at all when there is nothing to say: a prompt in an unknown session."""
     from app.runner.records import state_dir
 
-    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    if not lines:
+        return
+    stamp = now.isoformat(timespec="seconds")
     for line in lines:
         print(f"rewake hook: {line}", file=sys.stderr)
     try:

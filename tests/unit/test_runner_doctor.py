@@ -142,3 +142,17 @@ def test_an_unreachable_service_fails(env: dict[str, str]) -> None:
     env = {**env, "REWAKE_URL": f"http://127.0.0.1:{free_port()}"}
     store = doctor.check_store(env, NOW)
     assert not store.ok and "not reachable" in store.lines[-1]
+
+
+def test_doctor_names_the_default_database_and_what_a_sweeper_needs(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without REWAKE_DATABASE_URL the runner's database is <state dir>/rewake.db: doctor prints
+    that path and the setting a sweeper needs to watch it, and creates nothing."""
+    monkeypatch.delenv("REWAKE_DATABASE_URL")
+    env = dict(os.environ)
+    db = Path(env["REWAKE_STATE_DIR"]) / "rewake.db"
+    store = doctor.check_store(env, NOW)
+    assert store.lines[0] == f"store: the local SQLite file {db} (default: the state dir)"
+    assert store.lines[1] == f"    a sweeper for these sessions needs REWAKE_DATABASE_URL=sqlite:///{db}"
+    assert store.ok and not db.parent.exists()

@@ -15,6 +15,8 @@ import pytest
 from app.cli import main
 from app.runner import hook, records
 from app.runner.store import JSON, StoreError, check_id
+from app.runner.transcript import TranscriptTail
+from app.runner.transcript import read_transcript_tail as transcript_tail
 
 NOW = datetime(2026, 11, 30, 14, 5, tzinfo=UTC)
 SID = "00893aaf-19fa-41d2-8238-13269b9b3ca0"
@@ -82,7 +84,7 @@ def test_only_the_bounded_tail_of_a_huge_transcript_is_read(tmp_path: Path) -> N
     rows = [{"type": "user", "uuid": "u1"}, {"type": "assistant", "uuid": "a2"}]
     path = transcript(tmp_path / "t.jsonl", rows, junk_before=5000)
     assert path.stat().st_size > 5_000_000
-    tail = hook.read_transcript_tail(str(path), max_bytes=4096)
+    tail = transcript_tail(str(path), max_bytes=4096)
     assert tail.events == rows
     assert (tail.last_key, tail.problem) == ("a2", None)
 
@@ -91,7 +93,7 @@ def test_a_row_cut_by_the_seek_is_not_read(tmp_path: Path) -> None:
     """The row the byte bound cuts in half is dropped rather than misread."""
     rows = [{"type": "user", "n": n, "pad": "y" * 50} for n in range(100)]
     path = transcript(tmp_path / "t.jsonl", rows)
-    tail = hook.read_transcript_tail(str(path), max_bytes=1000)
+    tail = transcript_tail(str(path), max_bytes=1000)
     numbers = [row["n"] for row in tail.events]
     assert numbers == list(range(100 - len(numbers), 100)) and 0 < len(numbers) < 100
 
@@ -99,7 +101,7 @@ def test_a_row_cut_by_the_seek_is_not_read(tmp_path: Path) -> None:
 def test_the_tail_keeps_at_most_max_events_rows(tmp_path: Path) -> None:
     """Many small rows: only the last max_events are sent."""
     path = transcript(tmp_path / "t.jsonl", [{"n": n} for n in range(50)])
-    assert hook.read_transcript_tail(str(path), max_events=3).events == [
+    assert transcript_tail(str(path), max_events=3).events == [
         {"n": 47}, {"n": 48}, {"n": 49},
     ]  # fmt: skip
 
@@ -108,31 +110,38 @@ def test_the_tail_keeps_at_most_max_events_rows(tmp_path: Path) -> None:
 def test_an_unreadable_transcript_is_a_note_not_a_failure(tmp_path: Path, name: str | None) -> None:
     """No path, a missing file and a directory each give no events and one problem line."""
     path = None if name is None else str(tmp_path / name)
-    tail = hook.read_transcript_tail(path)
+    tail = transcript_tail(path)
     assert tail.events == [] and tail.problem
 
 
-@pytest.mark.parametrize(
-    ("tz", "zone"),
-    [
-        ("Europe/Berlin", "Europe/Berlin"),
-        (":America/New_York", "America/New_York"),
-        ("/usr/share/zoneinfo/Asia/Tokyo", "Asia/Tokyo"),
-        ("CET-1CEST", None),
-        ("Etc/Unknown", None),
-        ("", None),
-    ],
-)
-def test_host_zone_follows_tz_and_never_guesses(tz: str, zone: str | None) -> None:
-    """TZ decides when set; a value that is no IANA zone gives None, not the system's zone."""
-    assert hook.host_zone({"TZ": tz}) == zone
-
-
-def test_root_id_is_stable_and_always_a_valid_id() -> None:
-    """`claude-<uuid>` for a normal session id; an odd one is hashed into a valid id."""
+def test_root_id_is_claude_and_the_session_id_and_always_a_valid_id() -> None:
+    """`claude-<uuid>`; the longest session id the hook accepts still makes a valid root id."""
     assert hook.root_id_for(SID) == ROOT
-    odd = hook.root_id_for("a b/c")
-    assert odd == hook.root_id_for("a b/c") and check_id(odd, "root_id") == odd
+    longest = "a" + "-" * 127
+    assert hook.SESSION_ID.fullmatch(longest)
+    assert check_id(hook.root_id_for(longest), "root_id")
+
+
+@pytest.mark.parametrize(
+    "session_id",
+    ["--dangerously-skip-permissions", "-p", "a b", "x;rm -rf ~", "../up", "a" * 129, "é"],
+)
+def test_a_session_id_that_could_be_a_flag_is_refused(session_id: str) -> None:
+    """A session_id outside `^[0-9A-Za-z][0-9A-Za-z_-]{0,127}$` is refused, never stored: it
+    would reach the resume's argv as `claude -p --resume <id>`."""
+    with pytest.raises(hook.HookInputError, match="is not a session id"):
+        hook.read_hook_input(json.dumps({**DOCUMENTED, "session_id": session_id}))
+
+
+def test_an_injected_session_id_records_nothing(tmp_path: Path) -> None:
+    """The whole hook with `--dangerously-skip-permissions` as session_id: one `ignored` line,
+    no report, no record, the store never opened."""
+    store = FakeStore()
+    result = run(store, {**DOCUMENTED, "session_id": "--dangerously-skip-permissions"},
+                 tmp_path, auto=True)  # fmt: skip
+    assert store.reports == [] and not store.closed
+    assert len(result.lines) == 1 and result.lines[0].startswith("ignored: session_id")
+    assert not (tmp_path / "state").exists()
 
 
 def test_next_attempt_follows_the_interactive_run() -> None:
@@ -148,7 +157,7 @@ def test_next_attempt_follows_the_interactive_run() -> None:
 
 def test_failure_body_sends_events_zone_and_the_rendered_error() -> None:
     """The transcript rows go as events, the error text and details as message."""
-    tail = hook.TranscriptTail([{"type": "rate_limit_event"}], "k")
+    tail = TranscriptTail([{"type": "rate_limit_event"}], "k")
     body = hook.failure_body(hook.read_hook_input(json.dumps(DOCUMENTED)), tail, attempt=2,
                              now=NOW, zone="Europe/Berlin")  # fmt: skip
     assert body == {
@@ -161,7 +170,7 @@ def test_failure_body_sends_events_zone_and_the_rendered_error() -> None:
         "events": [{"type": "rate_limit_event"}],
         "zone": "Europe/Berlin",
     }
-    bare = hook.failure_body(hook.HookInput(SID), hook.TranscriptTail(), attempt=1, now=NOW,
+    bare = hook.failure_body(hook.HookInput(SID), TranscriptTail(), attempt=1, now=NOW,
                              zone=None)  # fmt: skip
     assert bare["message"] == "Claude Code StopFailure: unknown"
     assert "events" not in bare and "zone" not in bare
@@ -177,11 +186,11 @@ def test_resume_args_keep_the_permission_mode_and_the_last_typed_task() -> None:
         {"type": "assistant", "message": {"content": [{"type": "text", "text": "hi"}]}},
     ]
     payload = hook.HookInput(SID, permission_mode="acceptEdits")
-    assert hook.resume_args(payload, hook.TranscriptTail(rows)) == [
+    assert hook.resume_args(payload, TranscriptTail(rows)) == [
         "--permission-mode", "acceptEdits", "--", "fix the flaky test",
     ]  # fmt: skip
     odd_mode = hook.HookInput(SID, permission_mode="weird")
-    assert hook.resume_args(odd_mode, hook.TranscriptTail()) == ["--", hook.NO_TASK]
+    assert hook.resume_args(odd_mode, TranscriptTail()) == ["--", hook.NO_TASK]
 
 
 class FakeStore:
@@ -252,7 +261,7 @@ def test_the_record_resumes_through_rewake_runs_claude_resume_form() -> None:
     from app.runner.providers import provider_named
 
     rows = [{"type": "user", "message": {"content": "ship it"}}]
-    args = hook.resume_args(hook.HookInput(SID, permission_mode="plan"), hook.TranscriptTail(rows))
+    args = hook.resume_args(hook.HookInput(SID, permission_mode="plan"), TranscriptTail(rows))
     claude = provider_named("claude")
     assert claude.resume_argv("claude", args, SID, "go on") == [
         "claude", "-p", "--resume", SID, "--permission-mode", "plan", "--output-format",
@@ -311,3 +320,102 @@ def test_the_command_exits_0_with_one_stderr_line_on_non_json_stdin(
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 1 and err[0].startswith("rewake hook: ignored: stdin is not JSON")
     assert "ignored: stdin is not JSON" in (tmp_path / "hook.log").read_text()
+
+
+# -- continuing by hand: UserPromptSubmit / SessionStart(resume) --------------------------------
+
+
+def local_store(tmp_path: Path, now: datetime) -> Any:
+    from app.runner.store import LocalStore
+    from app.settings import Settings
+
+    return LocalStore(Settings(database_url=f"sqlite:///{tmp_path / 'r.db'}"), clock=lambda: now)
+
+
+def limit_payload(tmp_path: Path, last_uuid: str) -> JSON:
+    """A StopFailure whose transcript holds a rejected five-hour limit resetting at 17:00Z."""
+    said = "API Error: Request rejected (429) · The usage limit has been reached"
+    rows = [{"type": "user", "message": {"content": "ship it"}, "uuid": "u0"},
+            {"type": "rate_limit_event", "rate_limit_info": {"status": "rejected",
+             "resetsAt": int(datetime(2026, 11, 30, 17, tzinfo=UTC).timestamp()),
+             "rateLimitType": "seven_day"}, "session_id": SID},
+            {"type": "assistant", "message": {"model": "<synthetic>", "role": "assistant",
+             "content": [{"type": "text", "text": said}]}, "isApiErrorMessage": True,
+             "uuid": last_uuid}]  # fmt: skip
+    path = transcript(tmp_path / f"{last_uuid}.jsonl", rows)
+    return {**DOCUMENTED, "transcript_path": str(path), "cwd": str(tmp_path),
+            "last_assistant_message": said}  # fmt: skip
+
+
+def fire(
+    tmp_path: Path, payload: JSON, *, opened: list[str] | None = None, **env: str
+) -> hook.HookResult:
+    env = {"REWAKE_STATE_DIR": str(tmp_path / "state"), **env}
+
+    def open_store() -> Any:
+        if opened is not None:
+            opened.append("store")
+        return local_store(tmp_path, NOW)
+
+    return hook.run_hook(json.dumps(payload), now=NOW, env=env, open_store=open_store,
+                         auto_resume=True, zone="UTC")  # fmt: skip
+
+
+PROMPT = {"session_id": SID, "hook_event_name": "UserPromptSubmit", "prompt": "go on"}
+
+
+REOPENED = {"session_id": SID, "hook_event_name": "SessionStart", "source": "resume"}
+
+
+@pytest.mark.parametrize("continued", [PROMPT, REOPENED])
+def test_typing_after_a_limit_clears_the_armed_mark_as_a_manual_resume(
+    tmp_path: Path, continued: JSON
+) -> None:
+    """StopFailure arms attempt 1; the user then types (or reopens the session): attempt 2 is
+    recorded started and the mark is cleared (manual_resume), so no headless resume fires."""
+    assert fire(tmp_path, limit_payload(tmp_path, "a1")).armed
+    result = fire(tmp_path, continued)
+    assert result.attempt == 2 and "attempt 2 started" in result.lines[0]
+    store = local_store(tmp_path, NOW)
+    mark = store.get_mark(ROOT)
+    assert (mark["state"], mark["clear_reason"]) == ("cleared", "manual_resume")
+    with pytest.raises(StoreError) as refused:
+        store.set_auto_resume(ROOT, enabled=True)
+    assert refused.value.status == 409  # attempt 1's resume was overtaken: never armed again
+    store.close()
+
+
+def test_later_prompts_are_free_and_the_next_failure_lands_on_the_started_attempt(
+    tmp_path: Path,
+) -> None:
+    """After the continuation, more prompts open no store; a new limit fails attempt 2 (the one
+    typed by hand, not a new 3) and arms it; typing again continues with attempt 3."""
+    fire(tmp_path, limit_payload(tmp_path, "a1"))
+    fire(tmp_path, PROMPT)
+    opened: list[str] = []
+    assert fire(tmp_path, PROMPT, opened=opened).lines == [] and opened == []
+    again = fire(tmp_path, limit_payload(tmp_path, "a2"))
+    assert again.attempt == 2 and again.armed
+    assert fire(tmp_path, PROMPT).attempt == 3
+
+
+@pytest.mark.parametrize(
+    ("payload", "env"),
+    [
+        (PROMPT, {}),
+        ({**PROMPT, "session_id": "0ther-session"}, {}),
+        ({"session_id": SID, "hook_event_name": "SessionStart", "source": "startup"}, {}),
+        (PROMPT, {"REWAKE_MARK_ID": "7"}),
+    ],
+)
+def test_a_prompt_in_a_session_rewake_does_not_know_writes_nothing(
+    tmp_path: Path, payload: JSON, env: dict[str, str]
+) -> None:
+    """Unknown session, a fresh SessionStart, or Claude run by rewake's own resume: silent, no
+    store opened, nothing written."""
+    if payload["session_id"] == "0ther-session" or env:
+        fire(tmp_path, limit_payload(tmp_path, "a1"))  # SID is known, the prompt is elsewhere
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    opened: list[str] = []
+    assert (fire(tmp_path, payload, opened=opened, **env).lines, opened) == ([], [])
+    assert sorted(p.name for p in tmp_path.rglob("*")) == before

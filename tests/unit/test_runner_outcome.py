@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from app.runner.outcome import classify, failure_body, host_zone, report_events
+from app.runner.outcome import classify, failure_body, report_events
 from app.runner.providers import provider_named
 from app.runner.render import Renderer
 from app.runner.supervise import Finished
@@ -86,14 +86,6 @@ def test_report_keeps_control_events_and_the_last_few() -> None:
     kept = report_events(events)
     assert kept[0] == INIT and limit_event("rejected") in kept
     assert len(kept) == 2 + 20
-
-
-def test_host_zone_is_read_never_guessed(tmp_path: Path) -> None:
-    """TZ when it names an IANA zone, else /etc/timezone, else None."""
-    assert host_zone({"TZ": "Europe/Berlin"}, tmp_path) == "Europe/Berlin"
-    assert host_zone({"TZ": "garbage"}, tmp_path) is None
-    (tmp_path / "timezone").write_text("Asia/Tokyo\n")
-    assert host_zone({}, tmp_path) == "Asia/Tokyo"
 
 
 def test_rendering_shows_text_tools_and_limits() -> None:

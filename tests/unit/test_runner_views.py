@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import io
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pytest
 from rich.console import Console, RenderableType
 
 from app.runner import views
@@ -273,3 +275,43 @@ def test_current_failure_is_none_when_the_current_attempt_did_not_fail() -> None
     running = {**SESSION, "current": {"run_id": "interactive", "attempt": 2}}
     assert views.current_failure(running) is None
     assert "Paused" not in views.summary_lines(running, NOW, BERLIN)[-1]
+
+
+def test_refusal_words_do_not_repeat_a_detail_that_only_restates_the_code() -> None:
+    """attempt_already_resumed with the store's own detail reads once, not "…never repeated
+    (this attempt's auto-resume already ran…)"; a detail that says which case is kept."""
+    from app.domain.rules import GateFacts, auto_resume_refusal
+
+    facts = GateFacts(
+        cancelled=False, has_failure=True, run_paused_at_failure=True, failure_kind=None,
+        halted=False, reset_at=None, refusal_code=None, refusal_detail=None,
+        native_auto_continue=False, attempt_resumed_before=True,
+    )  # fmt: skip
+    refused = auto_resume_refusal(facts, despite_native=False)
+    assert refused is not None and refused.code == "attempt_already_resumed"
+    words = views.refusal_words(refused.code, refused.detail)
+    assert words == views.REFUSALS["attempt_already_resumed"] and "(" not in words
+    native = views.refusal_words("native_auto_continue", "send despite_native: true")
+    assert "despite_native:" not in native
+    halted = views.refusal_words("not_paused_on_provider_limit", "the run was halted")
+    assert halted.endswith("(the run was halted)")
+
+
+def test_a_local_store_answers_as_of_the_commands_clock_in_the_state_dir(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """open_store(clock=...) reads no clock of its own, and without REWAKE_DATABASE_URL its
+    database is <state dir>/rewake.db (created), not rewake.db in the working directory."""
+    from app.runner.store import LocalStore, open_store
+
+    monkeypatch.delenv("REWAKE_URL", raising=False)
+    monkeypatch.delenv("REWAKE_DATABASE_URL", raising=False)
+    monkeypatch.chdir(tmp_path)
+    env = {"REWAKE_STATE_DIR": str(tmp_path / "state")}
+    store = open_store(env, clock=lambda: NOW)
+    try:
+        assert isinstance(store, LocalStore) and store.context().now == NOW
+        assert store.settings.database_url == f"sqlite:///{tmp_path / 'state' / 'rewake.db'}"
+    finally:
+        store.close()
+    assert (tmp_path / "state" / "rewake.db").is_file() and not (tmp_path / "rewake.db").exists()

@@ -1,0 +1,85 @@
+"""Reading the end of a Claude Code transcript: the JSON-lines file the hook payload names.
+
+The hook payload rarely says when a limit resets, but Claude writes its limit banner into the
+transcript as a synthetic assistant row, so the last rows go along with the report. Transcripts
+of long sessions reach hundreds of megabytes: only a bounded tail is ever read.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: How much of the transcript's end is read: enough for the last turn's error rows, bounded
+#: because transcripts of long sessions reach hundreds of megabytes.
+TAIL_BYTES = 256 * 1024
+#: How many of the tail's JSON rows are sent at most (the last ones).
+MAX_EVENTS = 200
+#: The longest task text kept from the transcript for a fresh start.
+MAX_TASK_CHARS = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class TranscriptTail:
+    """The JSON rows at the end of a transcript, oldest first."""
+
+    events: list[dict[str, Any]] = field(default_factory=list)
+    #: The `uuid` of the last row: the same key twice means the same failure reported again.
+    last_key: str | None = None
+    #: A problem reading it, said once to the user; the report goes ahead without it.
+    problem: str | None = None
+
+
+def read_transcript_tail(
+    path: str | None, *, max_bytes: int = TAIL_BYTES, max_events: int = MAX_EVENTS
+) -> TranscriptTail:
+    """The last JSON-object rows of the transcript at `path`, reading at most `max_bytes`."""
+    if path is None:
+        return TranscriptTail(problem="the payload names no transcript_path")
+    file = Path(path).expanduser()
+    try:
+        with file.open("rb") as handle:
+            if not file.is_file():
+                return TranscriptTail(problem=f"{file} is not a regular file")
+            size = handle.seek(0, os.SEEK_END)
+            start = max(0, size - max_bytes)
+            handle.seek(start)
+            chunk = handle.read(max_bytes)
+    except OSError as error:
+        return TranscriptTail(problem=f"cannot read the transcript: {error.strerror or error}")
+    lines = chunk.split(b"\n")
+    if start > 0:
+        lines = lines[1:]  # the first line was cut by the seek
+    events: list[dict[str, Any]] = []
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except (ValueError, RecursionError):
+            continue  # only JSON lines are sent: a file that is not a transcript yields nothing
+        if isinstance(row, dict):
+            events.append(row)
+    events = events[-max_events:]
+    last_key = events[-1].get("uuid") if events else None
+    return TranscriptTail(events, last_key if isinstance(last_key, str) else None)
+
+
+def last_user_prompt(tail: TranscriptTail) -> str | None:
+    """The text the user last typed, from the transcript rows (not tool results, not the
+    wrappers of local commands such as /login)."""
+    for row in reversed(tail.events):
+        if row.get("type") != "user" or row.get("isMeta") or row.get("isSidechain"):
+            continue
+        content = (row.get("message") or {}).get("content")
+        if isinstance(content, list):
+            texts = [
+                i.get("text") for i in content if isinstance(i, dict) and i.get("type") == "text"
+            ]
+            content = "\n".join(t for t in texts if isinstance(t, str))
+        if isinstance(content, str) and content.strip() and not content.lstrip().startswith("<"):
+            return content.strip()[:MAX_TASK_CHARS]
+    return None
