@@ -20,6 +20,7 @@ from app.domain.context import Context, ParseFn
 from app.domain.errors import DomainError
 from app.settings import Settings, is_loopback
 from app.web import gate
+from app.web.headers import harden_pages
 
 #: Who acts when no token is configured (loopback only).
 LOCAL_ACTOR = "local"
@@ -73,7 +74,11 @@ def authenticate(settings: Settings, client_host: str, authorization: str) -> st
 class Auth:
     """Bearer auth on every route but /healthz (and the web page's sign-in form and static
     files), before the body is read or parsed. The web page's sign-in cookie counts as the
-    bearer token only where `app.web.gate` says a cross-site request cannot use it."""
+    bearer token only where `app.web.gate` says a cross-site request cannot use it. With no
+    token configured, only loopback callers that name a loopback host are served.
+
+    Being outermost, it also adds the page headers (`app.web.headers`) to every HTML answer,
+    its own refusals included."""
 
     OPEN_PATHS = frozenset({"/healthz"})
 
@@ -82,6 +87,8 @@ class Auth:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope.get("path", "")
+        if scope["type"] == "http":
+            send = harden_pages(send)
         if scope["type"] != "http" or path in self.OPEN_PATHS or gate.is_open(path):
             await self.app(scope, receive, send)
             return
@@ -96,6 +103,9 @@ class Auth:
             if not authorization:
                 authorization = gate.cookie_authorization(method, path, headers)
             who = authenticate(svc.settings, client[0], authorization)
+            if not svc.settings.tokens:
+                # DNS rebinding: another site's name pointed at 127.0.0.1 (see gate).
+                gate.refuse_foreign_host(headers)
         except DomainError as refused:
             svc.metrics.problem(refused.code)
             if gate.is_page(path):

@@ -8,8 +8,11 @@ request from another site cannot make use of it:
   after a CORS preflight, which rewake never grants, so a form on another site cannot reach
   the API with the cookie even where a browser ignores SameSite.
 
-A bearer token in `Authorization` always wins; the cookie is read only without one. This
-module imports nothing from `app.api`, which imports it.
+A bearer token in `Authorization` always wins; the cookie is read only without one.
+
+With no token configured, loopback is the only credential, so two more rules keep other sites
+from borrowing a local browser: no cross-site writes, and no Host but a loopback name (DNS
+rebinding). This module imports nothing from `app.api`, which imports it.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import Scope
 
 from app.domain.errors import DomainError
+from app.settings import is_loopback
 
 #: The cookie that holds the signed-in token's secret.
 COOKIE = "rewake_token"
@@ -75,6 +79,35 @@ def is_cross_site_write(method: str, headers: dict[bytes, bytes]) -> bool:
     machine must not lend that trust to a form or fetch from another site. Links from other
     sites (GET) still open the page."""
     return method not in _SAFE_METHODS and headers.get(b"sec-fetch-site") == b"cross-site"
+
+
+def is_loopback_host(host: str) -> bool:
+    """`Host` names this machine: localhost, 127.x.y.z or ::1 (bracketed or not), any port.
+
+    With no token configured, a loopback caller is trusted; DNS rebinding lets another site
+    point its own name at 127.0.0.1, so its page reaches rewake from a loopback address but
+    under its own name. Refusing other names closes that door."""
+    name = host.strip()
+    if name.startswith("["):  # [::1] or [::1]:8600
+        name, bracket, _ = name[1:].partition("]")
+        if not bracket:
+            return False
+    elif name.count(":") == 1:  # name:port; two or more colons is a bare IPv6 address
+        name, _, port = name.partition(":")
+        if not port.isdigit():
+            return False
+    return bool(name) and is_loopback(name)
+
+
+def refuse_foreign_host(headers: dict[bytes, bytes]) -> None:
+    """With no token configured: DomainError `loopback_only` unless `Host` is loopback."""
+    host = headers.get(b"host", b"").decode("latin-1")
+    if not is_loopback_host(host):
+        raise DomainError(
+            "loopback_only",
+            f"Host header {host[:100]!r} is not a loopback name; with no token configured "
+            "rewake answers loopback names only (127.0.0.1, localhost, [::1])",
+        )
 
 
 def page_refusal(refused: DomainError, scope: Scope) -> Response:

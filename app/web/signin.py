@@ -7,6 +7,7 @@ so does the page.
 
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from fastapi import APIRouter, Request
@@ -59,23 +60,30 @@ async def sign_in(request: Request, svc: Svc) -> Response:
         context = {"next": target, "note": "", "problem": refused.detail, "code": refused.code}
         return page(request, "sign_in.html", context, status=refused.status)
     answer = RedirectResponse(target, status_code=303)
-    answer.set_cookie(
-        COOKIE,
-        secret,
-        max_age=COOKIE_MAX_AGE_S,
-        path="/",
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-    )
+    answer.set_cookie(COOKIE, secret, max_age=COOKIE_MAX_AGE_S, **_cookie_attributes(request))
     return answer
 
 
 @router.post("/sign-out")
-def sign_out() -> Response:
+def sign_out(request: Request) -> Response:
+    if _from_another_site(request):
+        # Another site must not sign this browser out either (logout CSRF).
+        return error_page(request, 403, "unauthorized", "a sign-out must come from this page")
     answer = RedirectResponse(SIGN_IN_PATH, status_code=303)
-    answer.delete_cookie(COOKIE, path="/", httponly=True, samesite="strict")
+    answer.delete_cookie(COOKIE, **_cookie_attributes(request))
     return answer
+
+
+def _cookie_attributes(request: Request) -> dict[str, Any]:
+    """The cookie's attributes, the same when it is set and when it is cleared. Secure when
+    the request came over https: behind a TLS proxy uvicorn takes the scheme from
+    X-Forwarded-Proto, trusting proxies at FORWARDED_ALLOW_IPS (loopback by default)."""
+    return {
+        "path": "/",
+        "httponly": True,
+        "samesite": "strict",
+        "secure": request.url.scheme == "https",
+    }
 
 
 def check_token(svc: Svc, client_host: str, given: str) -> str:
@@ -107,6 +115,9 @@ def safe_next(target: str | None) -> str:
 
 
 def _from_another_site(request: Request) -> bool:
+    """The browser says another site sent this form: `Sec-Fetch-Site: cross-site`, an opaque
+    `Origin`, or an `Origin` that is not this host. A browser that sends neither header is
+    taken at its word; SameSite=Strict still keeps the cookie from such a post."""
     if request.headers.get("sec-fetch-site") == "cross-site":
         return True
     origin = request.headers.get("origin")

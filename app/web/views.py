@@ -7,7 +7,7 @@ shows are tested without a browser or a database.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -135,11 +135,17 @@ def refusal_code_of(technical: str) -> str | None:
 
 
 def mark_view(mark: JSON, *, resume_delay_s: int) -> MarkView | None:
-    """The mark's state in words; None for a session that never had one."""
+    """The mark's state in words, with its warnings whatever the state (an uncertain mark's
+    "no sweeper seen" matters as much as an armed one's); None for a session that never had
+    one."""
     state = mark.get("state")
     if state is None:
         return None
-    warnings = tuple(str(w) for w in mark.get("warnings", ()))
+    view = _mark_words(mark, str(state), resume_delay_s)
+    return replace(view, warnings=tuple(str(w) for w in mark.get("warnings") or ()))
+
+
+def _mark_words(mark: JSON, state: str, resume_delay_s: int) -> MarkView:
     detail = mark.get("outcome_detail")
     if state == "armed":
         held = held_for_account(mark, resume_delay_s)
@@ -148,12 +154,9 @@ def mark_view(mark: JSON, *, resume_delay_s: int) -> MarkView | None:
             "Auto-resume is on",
             held or f"armed by {mark['armed_by']}; resumes once, after the reset",
             due_at=mark["due_at"],
-            warnings=warnings,
         )
     if state in ("claimed", "sending"):
-        return MarkView(
-            "info", "Resuming now", "the resume is being sent", due_at=None, warnings=warnings
-        )
+        return MarkView("info", "Resuming now", "the resume is being sent")
     if state == "uncertain":
         return MarkView(
             "warn",

@@ -1,11 +1,19 @@
-"""Debian's chromium driven by Playwright by executable path: no browser download."""
+"""Debian's chromium driven by Playwright by executable path: no browser download.
+
+Where no browser can start, the tests skip, saying why; with REWAKE_REQUIRE_BROWSER=1 (as
+.ci/run sets it, after installing chromium) they fail instead, so that CI never passes
+without having run them.
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+import pytest
 
 #: Where a distribution puts chromium, in the order tried.
 CANDIDATES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -20,6 +28,10 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+#: Set to 1 where a browser that cannot start must fail the tests rather than skip them.
+REQUIRE_ENV = "REWAKE_REQUIRE_BROWSER"
 
 
 class BrowserUnavailable(Exception):
@@ -54,3 +66,16 @@ def launch_chromium() -> Iterator[Any]:
             browser.close()
     finally:
         manager.stop()
+
+
+@contextmanager
+def chromium_for_tests() -> Iterator[Any]:
+    """`launch_chromium` for a test fixture: no browser skips the tests, or fails them when
+    REWAKE_REQUIRE_BROWSER=1 says a browser must be there."""
+    try:
+        with launch_chromium() as browser:
+            yield browser
+    except BrowserUnavailable as why:
+        if os.environ.get(REQUIRE_ENV) == "1":
+            pytest.fail(f"{REQUIRE_ENV}=1 but the browser is unavailable: {why}")
+        pytest.skip(str(why))

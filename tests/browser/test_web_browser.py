@@ -1,7 +1,8 @@
 """The web page in a real headless chromium, against a real server and a seeded SQLite file:
 what it shows, what its buttons do through the JSON API, sign-in, phone width, accessibility.
 
-Skipped (with the reason) where no chromium exists or Playwright cannot start it.
+Skipped (with the reason) where no chromium exists or Playwright cannot start it; failed
+instead with REWAKE_REQUIRE_BROWSER=1 (`browser_launch.chromium_for_tests`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-from browser_launch import BrowserUnavailable, launch_chromium
+from browser_launch import chromium_for_tests
 from conftest import QUOTA, Api, failure
 from web_seed import (
     ALICE,
@@ -25,17 +26,15 @@ from web_seed import (
 )
 
 from app.web.gate import COOKIE
+from app.web.views import REFUSAL_WORDS
 
 Page = Any  # playwright.sync_api.Page; Playwright is imported only once chromium is found
 
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    try:
-        with launch_chromium() as chromium:
-            yield chromium
-    except BrowserUnavailable as why:
-        pytest.skip(str(why))
+    with chromium_for_tests() as chromium:
+        yield chromium
 
 
 @pytest.fixture(scope="module")
@@ -151,6 +150,13 @@ def test_turning_auto_resume_on_and_off_by_clicking(
     assert "Auto-resume is off · turned off by hand" in page.locator(".mark").inner_text()
 
 
+def says_reset_not_stated(text: str) -> None:
+    """`text` gives the refusal in words: the sentence for the API's code `reset_not_stated`,
+    then the banner's own reason, "not stated", with the verdict's refusal code `not_stated`."""
+    assert REFUSAL_WORDS["reset_not_stated"] in text, text
+    assert "not stated" in text and "(not_stated" in text, text
+
+
 def test_a_reset_not_stated_is_not_offered_and_says_why(page: Page, site: Api) -> None:
     """For a Codex "try again later", the turn-on button is disabled and the 409 reason reads
     in words beside it."""
@@ -160,11 +166,28 @@ def test_a_reset_not_stated_is_not_offered_and_says_why(page: Page, site: Api) -
     assert button.is_disabled()
     reason = codex.locator(".reason")
     assert reason.get_attribute("data-code") == "reset_not_stated"
-    assert reason.inner_text() == (
-        "There is no reset time to resume at. rewake says: the reset time was not stated "
-        "(not_stated: Codex says to try again later)."
-    )
+    says_reset_not_stated(reason.inner_text())
     assert button.get_attribute("aria-describedby") == reason.get_attribute("id")
+
+
+def test_a_click_on_a_reset_not_stated_shows_the_apis_409_in_words(
+    page: Page, site: Api, api_client: httpx.Client
+) -> None:
+    """Were the disabled button clicked anyway, the API's 409 reset_not_stated is shown in
+    words, with the API's own detail, and nothing is armed."""
+    page.goto(site.url + "/sessions/codex-migration")
+    button = page.get_by_role("button", name="Turn auto-resume on")
+    button.evaluate("b => { b.disabled = false; }")  # as a stale or tampered page would be
+    with page.expect_response(re.compile(r"/auto-resume$")) as answered:
+        button.click()
+    refused = answered.value.json()
+    assert (answered.value.status, refused["code"]) == (409, "reset_not_stated")
+    feedback = page.locator("[data-feedback]").filter(has_text="Refused")
+    feedback.wait_for()
+    said = feedback.inner_text()
+    assert said.startswith("Refused: ") and refused["detail"] in said
+    says_reset_not_stated(said)
+    assert mark_of(api_client, "codex-migration")["state"] is None
 
 
 def test_a_click_the_api_refuses_shows_the_409_reason(
@@ -179,10 +202,8 @@ def test_a_click_the_api_refuses_shows_the_409_reason(
     page.get_by_role("button", name="Turn auto-resume on").click()
     feedback = page.locator("[data-feedback]")
     feedback.filter(has_text="Refused").wait_for()
-    assert feedback.inner_text() == (
-        "Refused: There is no reset time to resume at. rewake says: the reset time was not "
-        "stated (not_stated: Codex says to try again later)."
-    )
+    assert feedback.inner_text().startswith("Refused: ")
+    says_reset_not_stated(feedback.inner_text())
     assert mark_of(api_client, "refused-click")["state"] is None
 
 
@@ -239,6 +260,43 @@ def test_phone_width_has_no_horizontal_overflow(browser: Any, site: Api, path: s
         tab.goto(site.url + path)
         widths = tab.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
         assert widths[0] <= widths[1] == 375, widths
+    finally:
+        tab.context.close()
+
+
+@pytest.mark.parametrize(
+    "path", ["/", "/sessions/billing-refactor", f"/sessions/{DELETED}", "/sign-in"]
+)
+def test_the_pages_keep_to_their_content_security_policy(
+    browser: Any, site: Api, path: str
+) -> None:
+    """The policy (scripts, styles, images from this site only) blocks nothing a page uses:
+    the browser reports no violation, and the script ran (times are in the viewer's zone)."""
+    tab = open_page(browser, site, signed_in=path != "/sign-in")
+    said: list[str] = []
+    tab.on("console", lambda message: said.append(message.text))
+    try:
+        answer = tab.goto(site.url + path)
+        assert answer is not None
+        assert "frame-ancestors 'none'" in answer.headers["content-security-policy"]
+        tab.wait_for_load_state("load")
+        assert [text for text in said if "Content Security Policy" in text] == []
+        if path != "/sign-in":
+            assert "your browser's zone" in tab.locator("[data-zone]").inner_text()
+    finally:
+        tab.context.close()
+
+
+def test_another_page_cannot_frame_rewake(browser: Any, site: Api) -> None:
+    """frame-ancestors 'none': a page that puts rewake in a frame (to trick a click) gets an
+    empty error frame instead of the form."""
+    tab = open_page(browser, site, signed_in=False)
+    try:
+        refused = "frame-ancestors 'none'"
+        with tab.expect_console_message(lambda message: refused in message.text):
+            tab.set_content(f'<iframe title="framed" src="{site.url}/sign-in"></iframe>')
+        (framed,) = tab.main_frame.child_frames
+        assert framed.locator("form").count() == 0
     finally:
         tab.context.close()
 

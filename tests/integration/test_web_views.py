@@ -55,6 +55,22 @@ def test_a_mark_moved_later_than_its_reset_is_held_for_the_account() -> None:
 
 
 @pytest.mark.parametrize(
+    "state",
+    ["armed", "claimed", "sending", "uncertain", "done", "failed", "logged", "expired",
+     "superseded", "cleared", "something_new"],
+)  # fmt: skip
+def test_a_marks_warnings_show_whatever_its_state(state: str) -> None:
+    """Every mark state shows the warnings the API gives it, the uncertain one included."""
+    given = ["no sweeper seen in the last 90 s", "executor is log: nothing will be resumed"]
+    the_mark = mark(
+        state=state, warnings=given, armed_by="alice", due_at="2026-11-30T16:41:30Z",
+        run_id="r1", attempt=1, clear_reason="disabled",
+    )  # fmt: skip
+    shown = views.mark_view(the_mark, resume_delay_s=30)
+    assert shown is not None and shown.warnings == tuple(given)
+
+
+@pytest.mark.parametrize(
     ("state", "the_mark", "kind", "enabled"),
     [
         ("paused", mark(state="armed"), "disarm", True),
