@@ -5,27 +5,47 @@ The first attempt is recorded `started` as the CLI is spawned. A resumed attempt
 `started` only once the CLI shows the conversation under way (Provider.proves_started): that
 record is what settles the mark `done` in the service, so a resume that finds no conversation
 never counts as landed; its `conversation_missing` report ends the mark `failed` instead.
+
+The clock is `Options.clock`, read at the edge of each step (an attempt's exit, a wait tick)
+and passed down. The stop signals stay handled from an attempt's spawn until it is recorded: a
+second Ctrl-C while the report is sent is noted, and the report still goes out. A report the
+store cannot take (the service is down) is written to the outbox instead of being lost.
 """
 
 from __future__ import annotations
 
 import shlex
+import signal
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import IO, Any
 
 from app.runner import records
+from app.runner.guard import SessionLock
 from app.runner.outcome import Classified, classify, failure_body
-from app.runner.providers import Provider
+from app.runner.providers import Provider, valid_cli_id
 from app.runner.records import RunRecord
-from app.runner.store import JSON, HttpStore, Store, StoreError
-from app.runner.supervise import Finished, Hooks, supervise
-from app.runner.waiting import Fire, Settled, finish, instant, local_clock, wait_for_mark
+from app.runner.store import JSON, Store, StoreError
+from app.runner.supervise import Finished, Hooks, StopSignals, supervise, utc_now
+from app.runner.waiting import (
+    Fire,
+    Settled,
+    finish,
+    instant,
+    local_clock,
+    resume_path,
+    wait_for_mark,
+)
 
 #: What a resume started by hand tells the agent unless the user gives a prompt.
 MANUAL_PROMPT = "Continue the task from where it stopped."
-#: `rewake run`'s exit status after Ctrl-C, as a shell reports SIGINT.
+#: `rewake run`'s exit status after Ctrl-C, as a shell reports SIGINT (128 + the signal).
 EXIT_INTERRUPTED = 130
+#: Store codes that mean the report never reached the store (kept in the outbox), as opposed
+#: to a refusal of the report itself.
+UNREACHABLE = ("service_unreachable", "service_error")
 
 
 @dataclass
@@ -37,6 +57,9 @@ class Options:
     resume_prompt: str = ""
     stop_grace_s: float = 5.0
     env: dict[str, str] | None = None
+    clock: Callable[[], datetime] = utc_now
+    #: This session's lock, held while an attempt runs; let go while only watching a mark.
+    lock: SessionLock | None = None
 
 
 @dataclass
@@ -96,8 +119,11 @@ class Runner:
 
     def _say(self, text: str, *, error: bool = False) -> None:
         stream = self.err if error else self.out
-        stream.write(text + "\n")
-        stream.flush()
+        try:
+            stream.write(text + "\n")
+            stream.flush()
+        except OSError:
+            pass  # the terminal hung up: the record and the log still say what happened
 
     def _started(self, attempt: int) -> None:
         try:
@@ -106,18 +132,25 @@ class Runner:
             self._say(f"rewake: attempt {attempt} not recorded as started: {refused}", error=True)
 
     def _session(self, session_id: str) -> None:
+        if not valid_cli_id(session_id):
+            # It would be passed after --resume next time, where it could read as a flag.
+            self._say(f"rewake: ignoring the CLI's session id {session_id!r}: not an id",
+                      error=True)  # fmt: skip
+            return
         if session_id != self.record.cli_session_id:
             if self.record.cli_session_id is not None:
                 self._say(f"· the CLI's session id is now {session_id}")
             self.record.cli_session_id = session_id
             records.save(self.record)
 
-    def attempt(self, argv: list[str], attempt: int, *, gated: bool) -> Finished:
+    def attempt(self, argv: list[str], attempt: int, *, gated: bool, stop: StopSignals) -> Finished:
         self.record.attempt = attempt
         records.save(self.record)
         log = records.log_path(self.record.root_id, self.record.run_id, attempt)
         self._say(f"▶ {self.record.root_id} attempt {attempt}: {shlex.join(argv)}")
-        self._say(f"  log: {log}")
+        version = self.record.cli_version or "unknown"
+        self._say(f"  {self.program} version: {version}; log: {log}")
+        self._log_header(log, argv, version)
         if not gated:
             self._started(attempt)
         hooks = Hooks(
@@ -126,8 +159,18 @@ class Runner:
         )
         return supervise(
             argv, provider=self.provider, cwd=self.record.cwd, log=log, env=self.options.env,
-            hooks=hooks, stop_grace_s=self.options.stop_grace_s, out=self.out, err=self.err,
+            hooks=hooks, out=self.out, err=self.err, stop=stop, clock=self.options.clock,
         )  # fmt: skip
+
+    def _log_header(self, log: Any, argv: list[str], version: str) -> None:
+        """Which CLI version ran (the first thing to ask when a CLI changes its output)."""
+        records.ensure_dir(log.parent)
+        try:
+            with log.open("a", encoding="utf-8") as header:
+                header.write(f"# rewake run {self.record.root_id} {self.record.run_id}: "
+                             f"{self.program} {version}\n# argv: {shlex.join(argv)}\n")  # fmt: skip
+        except OSError as error:
+            raise records.RecordError(f"cannot write {log}: {error}") from error
 
     # -- the loop ------------------------------------------------------------------------
 
@@ -140,31 +183,26 @@ class Runner:
                 step.argv, step.gated = self.fresh_argv(), True
             if not step.argv:
                 return self._no_conversation(step)
-            finished = self.attempt(step.argv, step.attempt, gated=step.gated)
-            verdict = classify(self.provider, finished, self.options.zone)
-            if verdict.missing_conversation and not finished.halted and step.fresh_allowed:
-                self._say(
-                    f"⚠ conversation {self.record.cli_session_id} not found: starting a FRESH "
-                    f"conversation in {self.record.cwd} with the original task "
-                    "(--fresh-if-missing)"
-                )
-                finished = self.attempt(self.fresh_argv(), step.attempt, gated=True)
-                verdict = classify(self.provider, finished, self.options.zone)
-            answer = self._record_end(finished, verdict, step.attempt)
-            if step.fire is not None:
-                self._finish_fire(step.fire, finished, verdict)
-            if not verdict.failed:
+            # Handled from the spawn until the attempt is recorded (and the fired mark settled).
+            with StopSignals(grace_s=self.options.stop_grace_s) as stop:
+                finished, verdict, answer = self._attempt_recorded(step, stop)
+            if not verdict.failed and not stop.requested:
                 return 0
             code = self._exit_code(finished)
-            if finished.halted:
+            if finished.halted or stop.requested:
+                if not finished.halted:
+                    self._say("■ a stop signal came while the attempt was being recorded: "
+                              "stopping here")  # fmt: skip
                 self._say(f"■ stopped. Resume it with: rewake run --resume {self.record.root_id}")
-                return EXIT_INTERRUPTED
+                return 128 + (stop.first_signal or signal.SIGINT)
             if answer is None:
                 return code
             mark = self._offer(answer)
             if mark is None or not self.options.wait:
                 return code
-            waited = wait_for_mark(self.store, self.record.root_id, mark, out=self.out)
+            waited = self._wait(mark)
+            if waited is None:
+                return EXIT_INTERRUPTED
             if isinstance(waited, Settled):
                 return self._settled(waited.mark, code)
             self._say(f"▶ firing auto-resume (mark {waited.delivery.mark_id}) in the foreground")
@@ -172,6 +210,38 @@ class Runner:
                 self.options.resume_prompt, fresh_allowed=self.record.fresh_if_missing,
                 fire=waited,
             )  # fmt: skip
+
+    def _attempt_recorded(
+        self, step: Step, stop: StopSignals
+    ) -> tuple[Finished, Classified, JSON | None]:
+        finished = self.attempt(step.argv, step.attempt, gated=step.gated, stop=stop)
+        verdict = classify(self.provider, finished, self.options.zone)
+        if verdict.missing_conversation and not finished.halted and step.fresh_allowed:
+            self._say(
+                f"⚠ conversation {self.record.cli_session_id} not found: starting a FRESH "
+                f"conversation in {self.record.cwd} with the original task "
+                "(--fresh-if-missing)"
+            )
+            finished = self.attempt(self.fresh_argv(), step.attempt, gated=True, stop=stop)
+            verdict = classify(self.provider, finished, self.options.zone)
+        answer = self._record_end(finished, verdict, step.attempt)
+        if step.fire is not None:
+            self._finish_fire(step.fire, finished, verdict)
+        return finished, verdict, answer
+
+    def _wait(self, mark: JSON) -> Fire | Settled | None:
+        """Watch the mark (letting go of the session's lock meanwhile, so that a sweeper's
+        `--resume-of` can take it); None after Ctrl-C."""
+        lock = self.options.lock
+        if lock is not None:
+            lock.release()
+        try:
+            return wait_for_mark(self.store, self.record.root_id, mark, out=self.out,
+                                 clock=self.options.clock, lock=lock)  # fmt: skip
+        except KeyboardInterrupt:
+            self._say(f"\n■ stopped waiting; the auto-resume mark stays armed (rewake "
+                      f"auto-resume {self.record.root_id} off turns it off)")  # fmt: skip
+            return None
 
     def _exit_code(self, finished: Finished) -> int:
         if finished.exit_code > 0:
@@ -193,9 +263,21 @@ class Runner:
             answer = self.store.report_failure(root, run, body)
         except StoreError as refused:
             self._say(f"rewake: the attempt was not recorded: {refused}", error=True)
+            if verdict.failed and refused.code in UNREACHABLE:
+                self._keep_in_outbox(body, verdict, attempt)
             return None
         self._banner(answer, verdict)
         return answer
+
+    def _keep_in_outbox(self, body: JSON, verdict: Classified, attempt: int) -> None:
+        """The store is unreachable: keep the report on disk and say what it said locally."""
+        path = records.save_outbox(self.record.root_id, self.record.run_id, attempt, body)
+        found = verdict.verdict
+        self._say(f"■ {verdict.failure_kind or found.kind} (read here; the store has no record)")
+        if found.reset_at is not None:
+            when = found.reset_at.astimezone()
+            self._say(f"  the limit resets at {when:%Y-%m-%d %H:%M:%S %Z} (local time)")
+        self._say(f"  the report is kept in {path}; docs/run.md says how to replay it")
 
     def _banner(self, answer: JSON, verdict: Classified) -> None:
         banner = answer.get("banner") or {}
@@ -232,9 +314,11 @@ class Runner:
             return None
         self._say(f"  auto-resume armed by {mark.get('armed_by')}: due at "
                   f"{local_clock(instant(str(mark['due_at'])))}")  # fmt: skip
-        if isinstance(self.store, HttpStore):
-            for warning in mark.get("warnings") or []:
-                self._say(f"  note: {warning}")
+        for warning in mark.get("warnings") or []:
+            self._say(f"  note: {warning}")
+        if self.options.wait:
+            for line in resume_path(self.store, self.options.clock()):
+                self._say(f"  {line}")
         return mark
 
     def _settled(self, mark: JSON, code: int) -> int:
@@ -259,9 +343,7 @@ class Runner:
 
     def _no_conversation(self, step: Step) -> int:
         """A resume with no conversation id on record: reported as conversation_missing."""
-        from datetime import UTC, datetime
-
-        now = datetime.now(UTC)
+        now = self.options.clock()
         body: dict[str, Any] = {
             "attempt": step.attempt, "message": "rewake recorded no conversation id to resume",
             "observed_at": now.isoformat(), "provider": self.provider.name,

@@ -241,6 +241,10 @@ def run_hook(
     """Report the StopFailure in `raw`, or a continuation by hand (UserPromptSubmit, SessionStart
     resume); never raises for bad input or a refusing store."""
     result = HookResult()
+    if env.get(records.SUPERVISED_ENV) or env.get("REWAKE_MARK_ID"):
+        # This Claude runs under `rewake run` (or its resume), which records the attempt from
+        # the CLI's own events; a report from here would count it twice, under another name.
+        return result
     try:
         hook = read_hook_input(raw)
     except HookInputError as error:
@@ -359,8 +363,6 @@ def continue_by_hand(
     file lookup (no RunRecord from this hook: silent, no store opened, nothing written)."""
     if hook.hook_event_name == "SessionStart" and hook.source != "resume":
         return  # a new, cleared or compacted session continues no failed turn
-    if env.get("REWAKE_MARK_ID"):
-        return  # Claude runs under rewake's own resume (the executor's env): it records itself
     root_id = root_id_for(hook.session_id)
     old = records.load(root_id, env)
     if old is None or old.extra.get("origin") != "hook" or old.extra.get(CONTINUED) == old.attempt:

@@ -6,12 +6,16 @@ a resumed conversation is under way, a missing conversation, an error ending).
     claude -p --resume <id> [flags] --output-format stream-json --verbose -- <prompt>
     codex exec [flags] --json -- <prompt>
     codex exec resume <thread_id> [flags] --json -- <prompt>     (flags are not kept by codex)
-    gemini [flags] --output-format stream-json -p <prompt>
-    gemini --resume <id> -p <prompt> [flags] --output-format stream-json
+    gemini [flags] --output-format stream-json --prompt=<prompt>
+    gemini --resume <id> --prompt=<prompt> [flags] --output-format stream-json
 
 The user's own flags are kept and passed again on every resume (Codex keeps none of them and
 falls back to a read-only sandbox; Claude and Gemini do not keep all of them either); only the
 flags that pin a conversation are replaced.
+
+Every argv puts values rewake did not write itself where no CLI reads them as options: the
+prompt after `--` (Gemini: `--prompt=<prompt>`, one token), and a stored conversation id only
+once `check_cli_id` accepted it (an id like `--dangerously-skip-permissions` would be a flag).
 """
 
 from __future__ import annotations
@@ -29,6 +33,26 @@ Event = dict[str, Any]
 
 class UsageError(ValueError):
     """The command line cannot be run as asked; the message says what to change."""
+
+
+#: A CLI's own session or thread id (Claude's and Gemini's are UUIDs, Codex's UUID-like): never
+#: starting with `-`, so it cannot become an option where it is passed after `--resume`.
+_CLI_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
+
+
+def valid_cli_id(value: object) -> bool:
+    return isinstance(value, str) and _CLI_ID.fullmatch(value) is not None
+
+
+def check_cli_id(value: object, what: str = "the CLI's session id") -> str:
+    """`value` when it is a safe CLI session id; UsageError naming it otherwise."""
+    if not valid_cli_id(value):
+        raise UsageError(
+            f"{what} {value!r} is not a session id (1 to 128 of A-Z a-z 0-9 _ -, starting with "
+            "a letter or digit): refusing to pass it to the CLI"
+        )
+    assert isinstance(value, str)
+    return value
 
 
 @dataclass(frozen=True)
@@ -201,8 +225,8 @@ class Claude(Provider):
     ) -> list[str]:
         flags, _ = self.split(args)
         kept = drop_flags(flags, self._ours | self.pinning, self.value_flags)
-        return [program, "-p", "--resume", session_id, *kept, "--output-format", "stream-json",
-                "--verbose", "--", prompt]  # fmt: skip
+        return [program, "-p", "--resume", check_cli_id(session_id), *kept, "--output-format",
+                "stream-json", "--verbose", "--", prompt]  # fmt: skip
 
     def session_id(self, event: Event) -> str | None:
         kind = event.get("type")
@@ -257,7 +281,8 @@ class Codex(Provider):
     ) -> list[str]:
         flags, _ = self.split(args)
         kept = drop_flags(flags, self._json, self.value_flags)
-        return [program, "exec", "resume", session_id, *kept, "--json", "--", prompt]
+        resumed = check_cli_id(session_id)
+        return [program, "exec", "resume", resumed, *kept, "--json", "--", prompt]
 
     def pinned_session_id(self, args: Sequence[str]) -> bool:
         return False
@@ -302,20 +327,21 @@ class Gemini(Provider):
         flags, prompt = self.split(args)
         _require_stream(flag_value(flags, self._format), "stream-json", "gemini")
         kept = drop_flags(flags, self._format, self.value_flags)
-        return [program, *kept, "--output-format", "stream-json", "-p", prompt]
+        # One token: `-p <prompt>` would read a prompt starting with `-` as an option.
+        return [program, *kept, "--output-format", "stream-json", f"--prompt={prompt}"]
 
     def resume_argv(
         self, program: str, args: Sequence[str], session_id: str, prompt: str
     ) -> list[str]:
         flags, _ = self.split(args)
         kept = drop_flags(flags, self._format | self.pinning, self.value_flags)
-        return [program, "--resume", session_id, "-p", prompt, *kept, "--output-format",
-                "stream-json"]  # fmt: skip
+        return [program, "--resume", check_cli_id(session_id), f"--prompt={prompt}", *kept,
+                "--output-format", "stream-json"]  # fmt: skip
 
     def fresh_argv(self, program: str, args: Sequence[str], session_id: str | None) -> list[str]:
         flags, prompt = self.split(args)
         kept = drop_flags(flags, self.pinning, self.value_flags)
-        return self.first_argv(program, [*kept, "-p", prompt], session_id)
+        return self.first_argv(program, [*kept, f"--prompt={prompt}"], session_id)
 
     def session_id(self, event: Event) -> str | None:
         value = event.get("session_id") if event.get("type") == "init" else None

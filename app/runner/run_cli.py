@@ -2,8 +2,11 @@
 
     rewake run [--auto-resume] [--name NAME] [--fresh-if-missing] -- claude -p "fix the tests"
     rewake run --provider codex -- --full-auto "fix the tests"
-    rewake run --resume NAME [--fresh-if-missing] [--auto-resume] [-- PROMPT]
+    rewake run --resume NAME [--fresh-if-missing] [--auto-resume] [--force] [-- PROMPT]
     rewake run --resume-of MARK_ID -- PROMPT        (what the command executor runs)
+
+Every form holds the session's lock (app.runner.guard) while it runs the CLI, and checks that
+the store answers before it spawns anything: an attempt that cannot be recorded is not started.
 
 Only the standard library is imported at module level: `rewake parse` builds the same argument
 parser and must start fast.
@@ -25,6 +28,12 @@ EXIT_USAGE = 2
 EXIT_NOT_FOUND = 127
 #: `--resume-of` for a mark whose attempt has moved on: nothing was run.
 EXIT_SUPERSEDED = 3
+#: The store does not answer, or the local state directory or record is unusable.
+EXIT_STORE = 5
+#: Another rewake run holds the session (its lock): nothing was run.
+EXIT_BUSY = 6
+#: A resume by hand refused: an automatic resume is (or may be) under way, or it was cancelled.
+EXIT_REFUSED = 7
 
 
 def register(subparsers: Any) -> None:
@@ -49,6 +58,11 @@ def register(subparsers: Any) -> None:
         "--fresh-if-missing", action="store_true",
         help="if the conversation is gone when resuming, start the task afresh in the same "
         "directory (after a warning) instead of failing",
+    )  # fmt: skip
+    run.add_argument(
+        "--force", action="store_true",
+        help="with --resume: resume even while the mark is sending or uncertain, or the "
+        "session is cancelled",
     )  # fmt: skip
     which = run.add_mutually_exclusive_group()
     which.add_argument("--resume", metavar="NAME", help="resume a supervised session by hand")
@@ -78,11 +92,19 @@ def cli_version(program: str, env: dict[str, str] | None = None) -> str | None:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    from app.runner.guard import SessionBusy
+    from app.runner.records import RecordError
     from app.runner.store import StoreError
     from app.runner.supervise import ProgramNotFound
 
     try:
         return _dispatch(args)
+    except SessionBusy as error:
+        print(f"rewake run: {error}", file=sys.stderr)
+        return EXIT_BUSY
+    except RecordError as error:
+        print(f"rewake run: {error}", file=sys.stderr)
+        return EXIT_STORE
     except ProgramNotFound as error:
         print(f"rewake run: {error}", file=sys.stderr)
         return EXIT_NOT_FOUND
@@ -93,8 +115,8 @@ def run_command(args: argparse.Namespace) -> int:
         print(f"rewake run: {error.detail} ({error.code})", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        print("\nrewake run: stopped waiting; the auto-resume mark stays armed "
-              "(rewake auto-resume NAME off turns it off)", file=sys.stderr)  # fmt: skip
+        # Outside an attempt and its wait (those handle Ctrl-C themselves): nothing ran yet.
+        print("\nrewake run: interrupted", file=sys.stderr)
         return 130
 
 
@@ -107,28 +129,77 @@ def _dispatch(args: argparse.Namespace) -> int:
     return _first_run(args, rest)
 
 
-def _runner(store: Any, record: Any, provider: Any, *, auto_resume: bool, wait: bool) -> Any:
+def _runner(
+    store: Any, record: Any, provider: Any, lock: Any, *, auto_resume: bool, wait: bool
+) -> Any:
     from app.executors.base import DEFAULT_PROMPT
     from app.runner.attempts import Options, Runner
     from app.runner.outcome import host_zone
 
     prompt = os.environ.get("REWAKE_RESUME_PROMPT") or DEFAULT_PROMPT
-    options = Options(auto_resume=auto_resume, wait=wait, zone=host_zone(), resume_prompt=prompt)
+    options = Options(
+        auto_resume=auto_resume, wait=wait, zone=host_zone(), resume_prompt=prompt, lock=lock
+    )
     return Runner(store, record, provider, options, out=sys.stdout, err=sys.stderr)
+
+
+def _session_name(value: str, what: str) -> str:
+    from app.runner.store import check_id
+
+    try:
+        return check_id(value, what)
+    except Exception as error:
+        raise UsageError(str(error)) from error
+
+
+def _open_checked_store() -> Any:
+    """The store, once it has answered a cheap call: a CLI whose limit could not be recorded
+    is not worth starting (the failure would be lost)."""
+    from app.runner.store import StoreError, open_store
+
+    store = open_store()
+    try:
+        store.list_sessions(limit=1)
+    except StoreError as error:
+        store.close()
+        where = os.environ.get("REWAKE_URL") or "the local database"
+        print(f"rewake run: the store at {where} does not answer ({error.code}: "
+              f"{error.detail}); nothing was started", file=sys.stderr)  # fmt: skip
+        raise _StoreDown from error
+    return store
+
+
+class _StoreDown(Exception):
+    """The store did not answer the probe (already said on stderr)."""
+
+
+def _with_store(work: Any) -> int:
+    try:
+        store = _open_checked_store()
+    except _StoreDown:
+        return EXIT_STORE
+    try:
+        return int(work(store))
+    finally:
+        store.close()
+
+
+def _refresh_version(record: Any) -> None:
+    """The CLI may have been upgraded since the first run: the version that runs now."""
+    program = str(record.extra.get("program") or record.provider)
+    record.cli_version = cli_version(program) or record.cli_version
 
 
 def _first_run(args: argparse.Namespace, rest: list[str]) -> int:
     from app.runner import records
     from app.runner.attempts import Step
+    from app.runner.guard import SessionLock
     from app.runner.providers import resolve_command
-    from app.runner.store import check_id, open_store
 
     provider, program, cli_args = resolve_command(args.provider, rest)
-    name = args.name or f"{provider.name}-{uuid.uuid4().hex[:8]}"
-    try:
-        check_id(name, "--name")
-    except Exception as error:
-        raise UsageError(str(error)) from error
+    name = _session_name(args.name or f"{provider.name}-{uuid.uuid4().hex[:8]}", "--name")
+    lock = SessionLock(name)
+    lock.acquire("first run")
     if records.load(name) is not None:
         raise UsageError(
             f"a session named {name!r} exists: resume it with rewake run --resume {name}, "
@@ -138,8 +209,8 @@ def _first_run(args: argparse.Namespace, rest: list[str]) -> int:
     if provider.name != "claude":
         pinned = None  # only Claude takes an id for a new session; the others report theirs
     argv = provider.first_argv(program, cli_args, pinned)
-    store = open_store()
-    try:
+
+    def work(store: Any) -> int:
         record = records.RunRecord(
             root_id=name, run_id="r1", provider=provider.name, cwd=str(Path.cwd()), args=cli_args,
             cli_session_id=pinned, cli_version=cli_version(program), attempt=1,
@@ -151,10 +222,10 @@ def _first_run(args: argparse.Namespace, rest: list[str]) -> int:
                   file=sys.stderr)  # fmt: skip
             return EXIT_NOT_FOUND
         records.save(record)
-        runner = _runner(store, record, provider, auto_resume=args.auto_resume, wait=True)
+        runner = _runner(store, record, provider, lock, auto_resume=args.auto_resume, wait=True)
         return int(runner.run(Step(argv, 1, gated=False, fresh_allowed=False)))
-    finally:
-        store.close()
+
+    return _with_store(work)
 
 
 def _on_path(program: str) -> bool:
@@ -164,12 +235,17 @@ def _on_path(program: str) -> bool:
 
 
 def _resume(args: argparse.Namespace, rest: list[str]) -> int:
-    """A resume by hand: clears the mark (manual_resume), then the provider's resume form."""
+    """A resume by hand: clears the mark (manual_resume), then the provider's resume form;
+    refused while another rewake run holds the session, an automatic resume is sending (or
+    may have run), or the session is cancelled (the last three unless --force)."""
     from app.runner import records
+    from app.runner.guard import SessionLock
     from app.runner.providers import provider_named
-    from app.runner.store import open_store
 
-    record = records.load(args.resume)
+    name = _session_name(args.resume, "--resume")
+    lock = SessionLock(name)
+    lock.acquire("resume by hand")
+    record = records.load(name)
     if record is None:
         raise UsageError(
             f"no session {args.resume!r} was supervised here ({records.state_dir()}); "
@@ -178,16 +254,26 @@ def _resume(args: argparse.Namespace, rest: list[str]) -> int:
     auto = bool(args.auto_resume or record.extra.get("auto_resume"))
     if args.fresh_if_missing:
         record.fresh_if_missing = True
-    store = open_store()
-    try:
+
+    def work(store: Any) -> int:
+        from app.runner.guard import manual_resume_refusal
+
+        refusal = manual_resume_refusal(store.get_mark(name), store.get_session(name))
+        if refusal is not None and not args.force:
+            print(f"rewake run: not resuming {name}: {refusal} (--force resumes anyway)",
+                  file=sys.stderr)  # fmt: skip
+            return EXIT_REFUSED
+        if refusal is not None:
+            print(f"rewake run: resuming {name} anyway (--force): {refusal}", file=sys.stderr)
         store.manual_resume(record.root_id, record.run_id)
-        runner = _runner(store, record, provider_named(record.provider), auto_resume=auto,
+        _refresh_version(record)
+        runner = _runner(store, record, provider_named(record.provider), lock, auto_resume=auto,
                          wait=True)  # fmt: skip
         prompt = " ".join(rest) or _manual_prompt()
         step = runner.resume_step(prompt, fresh_allowed=args.fresh_if_missing)
         return int(runner.run(step))
-    finally:
-        store.close()
+
+    return _with_store(work)
 
 
 def _manual_prompt() -> str:
@@ -200,12 +286,17 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
     """The command executor's resume: the sweeper claimed mark `mark_id` and holds it in
     `sending`; the session is named by REWAKE_ROOT_ID."""
     from app.runner import records
+    from app.runner.guard import SessionLock
     from app.runner.providers import provider_named
-    from app.runner.store import open_store
 
     root_id = os.environ.get("REWAKE_ROOT_ID")
     if not root_id:
         raise UsageError("--resume-of is run by the command executor, with REWAKE_ROOT_ID set")
+    root_id = _session_name(root_id, "REWAKE_ROOT_ID")
+    lock = SessionLock(root_id)
+    # Held by a running attempt (a manual resume, or rewake run firing the mark itself):
+    # SessionBusy, a non-zero exit, and nothing runs.
+    lock.acquire(f"resume of mark {mark_id}")
     record = records.load(root_id)
     if record is None:
         print(f"rewake run: no record of session {root_id!r} in {records.state_dir()} (is the "
@@ -217,13 +308,14 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
         print(f"rewake run: mark {mark_id} resumes attempt {expected}, but {root_id} is at "
               f"attempt {record.attempt}: not resuming twice", file=sys.stderr)  # fmt: skip
         return EXIT_SUPERSEDED
-    store = open_store()
-    try:
+
+    def work(store: Any) -> int:
         auto = bool(record.extra.get("auto_resume"))
-        runner = _runner(store, record, provider_named(record.provider), auto_resume=auto,
+        _refresh_version(record)
+        runner = _runner(store, record, provider_named(record.provider), lock, auto_resume=auto,
                          wait=False)  # fmt: skip
         prompt = " ".join(rest) or _manual_prompt()
         step = runner.resume_step(prompt, fresh_allowed=record.fresh_if_missing)
         return int(runner.run(step))
-    finally:
-        store.close()
+
+    return _with_store(work)

@@ -1,10 +1,15 @@
 """Run one attempt of a CLI: spawn it in its own process group, stream and render its output,
-keep the raw output in the attempt's log, and stop it cleanly on Ctrl-C.
+keep the raw output in the attempt's log, and stop it cleanly on Ctrl-C or a hang-up.
 
 The CLI gets its own session (process group) so that the terminal's Ctrl-C reaches rewake
-alone: rewake forwards SIGINT to the whole group, waits `stop_grace_s`, then sends SIGTERM, and
-SIGKILL after as long again. A second Ctrl-C skips the wait. The clock is read once, when the
-CLI has exited, and handed back as `ended_at` (the failure report's observed_at).
+alone: rewake forwards SIGINT to the whole group (SIGTERM and SIGHUP as SIGTERM), waits
+`stop_grace_s`, then sends SIGTERM, and SIGKILL after as long again. A second signal skips the
+wait. Once the CLI itself has exited, whatever is left in its group (MCP servers, background
+shells) gets SIGTERM and, after the grace, SIGKILL: a halted attempt leaves no orphans.
+
+`StopSignals` stays installed for as long as its owner says (the Runner: until the attempt is
+recorded), so a signal that arrives while the report is being sent is noted, not fatal. The
+clock is read when the CLI has exited, and handed back as `ended_at` (the report's observed_at).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,6 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+from app.runner import records
 from app.runner.providers import Event, Provider
 from app.runner.render import Renderer
 
@@ -31,6 +38,19 @@ from app.runner.render import Renderer
 TAIL_CHARS = 64 * 1024
 #: After the CLI exits, how long to wait for output its children still hold open.
 DRAIN_S = 2.0
+#: Event types the verdict and the report need whatever came after them (kept up to
+#: CONTROL_EVENTS); every other event only among the last RECENT_EVENTS. The log keeps all.
+CONTROL_TYPES = frozenset({
+    "system", "init", "result", "rate_limit_event", "error", "turn.failed", "thread.started",
+})  # fmt: skip
+CONTROL_EVENTS = 1000
+RECENT_EVENTS = 200
+#: The signals that stop an attempt (a closed terminal sends SIGHUP).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 @dataclass
@@ -57,13 +77,100 @@ class Hooks:
     on_session: Callable[[str], None] = lambda _id: None
 
 
-@dataclass
-class _Stop:
-    """Ctrl-C state: when the next, harder signal is due."""
+class EventWindow:
+    """A session's events in bounded memory: control events (up to CONTROL_EVENTS) and the
+    last RECENT_EVENTS of the rest, handed back in the order they came."""
 
+    def __init__(self, control: int = CONTROL_EVENTS, recent: int = RECENT_EVENTS) -> None:
+        self._control: deque[tuple[int, Event]] = deque(maxlen=control)
+        self._recent: deque[tuple[int, Event]] = deque(maxlen=recent)
+        self._seen = 0
+
+    def add(self, event: Event) -> None:
+        kept = self._control if event.get("type") in CONTROL_TYPES else self._recent
+        kept.append((self._seen, event))
+        self._seen += 1
+
+    def __len__(self) -> int:
+        return len(self._control) + len(self._recent)
+
+    def events(self) -> list[Event]:
+        return [event for _n, event in sorted([*self._control, *self._recent], key=_first)]
+
+
+def _first(item: tuple[int, Event]) -> int:
+    return item[0]
+
+
+@dataclass
+class StopSignals:
+    """The stop request: which signals came, when the next, harder one is due, and the
+    process group it goes to (none between attempts: a signal then is only noted)."""
+
+    grace_s: float = 5.0
     requested: int = 0
+    first_signal: int | None = None
     next_signal_at: float | None = None
     sent: list[int] = field(default_factory=list)
+    pgid: int | None = None
+    _previous: dict[int, Any] = field(default_factory=dict)
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for signum in STOP_SIGNALS:
+                self._previous[signum] = signal.signal(signum, self._on_signal)
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        self.requested += 1
+        if self.first_signal is None:
+            self.first_signal = signum
+        if self.pgid is None:
+            return  # between attempts (recording one): noted; the Runner stops after it
+        if self.requested == 1:
+            # As the terminal's Ctrl-C would have; a hang-up or SIGTERM is passed on as SIGTERM
+            # (the CLI is in its own session: it would never see the terminal's SIGHUP).
+            self.signal_group(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
+        else:  # asked again: do not wait out the grace
+            self.signal_group(self.harder())
+        self.next_signal_at = time.monotonic() + self.grace_s
+
+    def harder(self) -> int:
+        return signal.SIGKILL if signal.SIGTERM in self.sent else signal.SIGTERM
+
+    def signal_group(self, signum: int) -> bool:
+        """Send `signum` to the CLI's group; False when nothing is left in it."""
+        if self.pgid is None:
+            return False
+        try:
+            os.killpg(self.pgid, signum)
+        except ProcessLookupError:
+            return False
+        self.sent.append(signum)
+        return True
+
+    def escalate(self) -> None:
+        """After a stop request, the next harder signal each grace (SIGTERM, then SIGKILL)."""
+        if self.next_signal_at is not None and time.monotonic() >= self.next_signal_at:
+            self.signal_group(self.harder())
+            self.next_signal_at = time.monotonic() + self.grace_s
+
+    def clear_group(self) -> None:
+        """SIGTERM whatever is left in the group, SIGKILL it after the grace: the CLI's
+        children (MCP servers, background shells) must not outlive a halted attempt."""
+        if not self.signal_group(signal.SIGTERM):
+            return
+        deadline = time.monotonic() + self.grace_s
+        while time.monotonic() < deadline:
+            if not self.signal_group(0):
+                return
+            time.sleep(0.05)
+        self.signal_group(signal.SIGKILL)
 
 
 class ProgramNotFound(OSError):
@@ -98,70 +205,42 @@ def supervise(
     stop_grace_s: float = 5.0,
     out: IO[str] | None = None,
     err: IO[str] | None = None,
+    stop: StopSignals | None = None,
+    clock: Callable[[], datetime] = utc_now,
 ) -> Finished:
-    """Run `argv` to its end; raises ProgramNotFound when it cannot be started."""
+    """Run `argv` to its end; raises ProgramNotFound when it cannot be started. With `stop`
+    the caller owns the signal handlers (installed beyond this attempt); else they are
+    installed for this call only."""
+    if stop is None:
+        with StopSignals(grace_s=stop_grace_s) as own:
+            return supervise(
+                argv, provider=provider, cwd=cwd, log=log, env=env, hooks=hooks, out=out,
+                err=err, stop=own, clock=clock,
+            )  # fmt: skip
     hooks = hooks or Hooks()
     out = out or sys.stdout
     err = err or sys.stderr
     log.parent.mkdir(parents=True, exist_ok=True)
+    child_env = {**(os.environ if env is None else env), records.SUPERVISED_ENV: "1"}
     try:
         child = subprocess.Popen(  # noqa: S603  (the user's own command line, no shell)
-            list(argv), cwd=cwd, env=None if env is None else dict(env),
+            list(argv), cwd=cwd, env=child_env,
             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             start_new_session=True,
         )  # fmt: skip
     except FileNotFoundError as error:
         raise ProgramNotFound(f"{argv[0]}: not found (is it installed and on PATH?)") from error
-    stop = _Stop()
-    previous = _install_stop_handlers(stop, child, stop_grace_s)
+    # A new session: the group id is the child's pid, and stays valid after the child exits
+    # for as long as anything is left in the group.
+    stop.pgid = child.pid
     try:
-        return _follow(child, provider, log, hooks, stop, stop_grace_s, out, err)
+        finished = _follow(child, provider, log, hooks, stop, out, err, clock)
+        if stop.requested:
+            stop.clear_group()
+        return finished
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-def _install_stop_handlers(
-    stop: _Stop, child: subprocess.Popen[bytes], grace_s: float
-) -> dict[int, Any]:
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        stop.requested += 1
-        if stop.requested == 1:
-            # Ask the CLI to stop as the terminal's Ctrl-C would have (a SIGTERM to rewake is
-            # passed on as SIGTERM).
-            _signal_group(child, signum, stop)
-        else:  # asked again: do not wait out the grace
-            _signal_group(child, _harder(stop), stop)
-        stop.next_signal_at = time.monotonic() + grace_s
-
-    previous: dict[int, Any] = {}
-    if threading.current_thread() is threading.main_thread():
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            previous[signum] = signal.signal(signum, on_signal)
-    return previous
-
-
-def _harder(stop: _Stop) -> int:
-    return signal.SIGKILL if signal.SIGTERM in stop.sent else signal.SIGTERM
-
-
-def _signal_group(child: subprocess.Popen[bytes], signum: int, stop: _Stop) -> None:
-    if child.poll() is not None:
-        return
-    try:
-        os.killpg(child.pid, signum)
-    except ProcessLookupError:
-        return
-    stop.sent.append(signum)
-
-
-def _escalate(child: subprocess.Popen[bytes], stop: _Stop, grace_s: float) -> None:
-    """After a stop request, the next harder signal each `grace_s` (SIGTERM, then SIGKILL)."""
-    if stop.next_signal_at is None or child.poll() is not None:
-        return
-    if time.monotonic() >= stop.next_signal_at:
-        _signal_group(child, _harder(stop), stop)
-        stop.next_signal_at = time.monotonic() + grace_s
+        stop.pgid = None
+        stop.next_signal_at = None
 
 
 def _follow(
@@ -169,10 +248,10 @@ def _follow(
     provider: Provider,
     log: Path,
     hooks: Hooks,
-    stop: _Stop,
-    grace_s: float,
+    stop: StopSignals,
     out: IO[str],
     err: IO[str],
+    clock: Callable[[], datetime],
 ) -> Finished:
     assert child.stdout is not None and child.stderr is not None
     lines: queue.Queue[tuple[str, bytes | None]] = queue.Queue()
@@ -183,16 +262,15 @@ def _follow(
     for pump in pumps:
         pump.start()
     renderer = Renderer(provider.name)
-    events: list[Event] = []
-    tail: list[str] = []
+    events = EventWindow()
+    tail: deque[str] = deque()
     tail_chars = 0
-    session_id: str | None = None
-    started = False
+    adopt = _Adopt(provider, hooks)
     open_streams = 2
     exited_at: float | None = None
     with log.open("ab") as raw_log:
         while open_streams:
-            _escalate(child, stop, grace_s)
+            stop.escalate()
             if exited_at is None and child.poll() is not None:
                 exited_at = time.monotonic()
             if exited_at is not None and time.monotonic() - exited_at > DRAIN_S:
@@ -212,25 +290,57 @@ def _follow(
                 tail.append(line)
                 tail_chars += len(line) + 1
                 while tail_chars > TAIL_CHARS and len(tail) > 1:
-                    tail_chars -= len(tail.pop(0)) + 1
+                    tail_chars -= len(tail.popleft()) + 1
                 (out if name == "out" else err).write(renderer.plain(line))
                 continue
-            events.append(event)
-            found = provider.session_id(event)
-            if found and found != session_id:
-                session_id = found
-                hooks.on_session(found)
-            if not started and provider.proves_started(event):
-                started = True
-                hooks.on_started()
+            events.add(event)
+            adopt.feed(event)
             out.write(renderer.feed(event))
             out.flush()
         while child.poll() is None:
-            _escalate(child, stop, grace_s)
+            stop.escalate()
             time.sleep(0.05)
-    ended_at = datetime.now(UTC)
+    if not open_streams:
+        # Both pumps are done with them; when a grandchild still holds them open, a pump may
+        # still be blocked reading, and closing under it could hang: those are left to exit.
+        child.stdout.close()
+        child.stderr.close()
+    ended_at = clock()
     code = child.returncode
     return Finished(
-        exit_code=code, events=events, tail="\n".join(tail), session_id=session_id,
-        started=started, halted=stop.requested > 0, ended_at=ended_at, log=log,
+        exit_code=code, events=events.events(), tail="\n".join(tail),
+        session_id=adopt.session_id, started=adopt.started, halted=stop.requested > 0,
+        ended_at=ended_at, log=log,
     )  # fmt: skip
+
+
+class _Adopt:
+    """Which session id the attempt ends with. An id is taken only once the CLI proved the
+    conversation under way: a resume that finds no conversation still reports an id (a new,
+    empty one) in its error result, and taking it would lose the real conversation's id."""
+
+    def __init__(self, provider: Provider, hooks: Hooks) -> None:
+        self.provider = provider
+        self.hooks = hooks
+        self.started = False
+        self.session_id: str | None = None
+        self._pending: str | None = None
+
+    def feed(self, event: Event) -> None:
+        if not self.started and self.provider.proves_started(event):
+            self.started = True
+            self.hooks.on_started()
+            if self._pending is not None:
+                self._take(self._pending)
+        found = self.provider.session_id(event)
+        if not found or event.get("is_error") is True:
+            return
+        if self.started:
+            self._take(found)
+        else:
+            self._pending = found
+
+    def _take(self, found: str) -> None:
+        if found != self.session_id:
+            self.session_id = found
+            self.hooks.on_session(found)

@@ -1,11 +1,17 @@
 """`rewake run --auto-resume` waiting in the foreground for its mark to fall due.
 
-When a sweeper is alive (a heartbeat within the last 90 s, as /readyz counts them), rewake run
-only watches the mark: the sweeper fires it. When none is, and the store is the local database,
-rewake run fires the mark itself through the sweeper's own steps (`claim_or_expire` for this
-mark only, then `start`, which commits `sending` before anything runs): every transition is
-the same compare-and-set, so if a sweeper starts meanwhile exactly one of them wins. With an
-HTTP store the service's sweeper fires it, and rewake run polls the mark.
+When a sweeper is alive (a heartbeat within the last 90 s, as /readyz counts them) and the
+executor setting is `command`, rewake run only watches the mark: the sweeper fires it and its
+`rewake run --resume-of` runs the CLI. A heartbeat does not say which executor its sweeper runs,
+so the local setting (REWAKE_EXECUTOR) is the best knowledge there is: when it is not `command`,
+a sweeper would only log or post the resume, and rewake run says so and fires the mark itself at
+the due time, racing that sweeper through the same claim (whoever claims first fires it; if the
+sweeper wins, the mark ends `logged` and nothing runs, which rewake run reports).
+When no sweeper is alive, and the store is the local database, rewake run fires the mark itself
+through the sweeper's own steps (`claim_or_expire` for this mark only, then `start`, which
+commits `sending` before anything runs): every transition is the same compare-and-set, so if a
+sweeper starts meanwhile exactly one of them wins. With an HTTP store the service's sweeper
+fires it, and rewake run polls the mark.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 from app.domain.banners import describe_wait
+from app.runner.guard import SessionLock
 from app.runner.store import JSON, LocalStore, Store
 
 #: Mark states that will not change by themselves any more (uncertain waits for a person).
@@ -61,6 +68,33 @@ def sweeper_alive(store: LocalStore, now: datetime) -> bool:
     with store.database.reader() as db:
         seen = repo.latest_heartbeat(db)
     return seen is not None and now - seen <= timedelta(seconds=SWEEPER_FRESH_S)
+
+
+def fires_itself(store: Store, now: datetime) -> bool:
+    """Whether this process fires the mark (else a sweeper or the service does)."""
+    if not isinstance(store, LocalStore):
+        return False
+    return store.settings.executor != "command" or not sweeper_alive(store, now)
+
+
+def resume_path(store: Store, now: datetime) -> list[str]:
+    """Who will run the resume, in words, for the terminal."""
+    if not isinstance(store, LocalStore):
+        return ["the service's sweeper fires the resume; rewake run watches the mark"]
+    executor = store.settings.executor
+    if not sweeper_alive(store, now):
+        return ["no sweeper is running: rewake run fires the resume itself at the due time"]
+    if executor == "command":
+        return ["a sweeper is running: it fires the resume (command executor); rewake run "
+                "watches the mark"]  # fmt: skip
+    return [
+        f"warning: a sweeper is running, and the executor setting here is {executor}: such a "
+        f"sweeper would {'log' if executor == 'log' else 'post'} the resume, not run it. "
+        "rewake run fires it itself at the due time, but if the sweeper claims it first the "
+        "resume is only logged. Set REWAKE_EXECUTOR=command and "
+        'REWAKE_COMMAND=\'["rewake","run","--resume-of","{mark_id}"]\' for the '
+        "sweeper, or stop it",
+    ]
 
 
 def self_fire(store: LocalStore, mark_id: int, now: datetime) -> Fire | None:
@@ -108,8 +142,10 @@ def wait_for_mark(
     sleep: Callable[[float], None] = time.sleep,
     poll_s: float = 2.0,
     countdown_s: float = 60.0,
+    lock: SessionLock | None = None,
 ) -> Fire | Settled:
-    """Wait until the mark is fired (here or by a sweeper) or otherwise settled."""
+    """Wait until the mark is fired (here or by a sweeper) or otherwise settled. With `lock`,
+    the session's lock is taken before claiming, and kept only when this process fires."""
     printed_at: float | None = None
     polled_at = float("-inf")
     while True:
@@ -130,12 +166,16 @@ def wait_for_mark(
             if state in SETTLED:
                 return Settled(mark)
             due = instant(str(mark["due_at"]))
-            ours = isinstance(store, LocalStore) and not sweeper_alive(store, now)
-            if state == "armed" and now >= due and ours:
+            if state == "armed" and now >= due and fires_itself(store, now):
                 assert isinstance(store, LocalStore)
-                fired = self_fire(store, int(mark["id"]), now)
-                if fired is not None:
-                    return fired
+                # Lock first, then claim: a manual resume holding the lock means the mark is
+                # being cleared, and a claim taken then could not be run here.
+                if lock is None or lock.try_acquire("firing its auto-resume"):
+                    fired = self_fire(store, int(mark["id"]), now)
+                    if fired is not None:
+                        return fired
+                    if lock is not None:
+                        lock.release()
         # Short sleeps that re-read the wall clock: the mark fires within a second of due_at.
         ahead = (due - now).total_seconds()
         sleep(min(0.25, ahead) if ahead > 0 else min(poll_s, 0.5))

@@ -14,6 +14,8 @@ __all__ = ["run_env"]
 
 def thread_of(run_env: RunEnv, name: str) -> str:
     for line in run_env.log(name, 1).read_text().splitlines():
+        if not line.startswith("{"):
+            continue  # rewake's header lines
         event = json.loads(line)
         if event.get("type") == "thread.started":
             return str(event["thread_id"])
@@ -60,7 +62,7 @@ def test_standin_codex_resume_without_the_flags_is_read_only(run_env: RunEnv) ->
 
 
 def test_gemini_resume_by_hand_runs_in_the_same_directory(run_env: RunEnv) -> None:
-    """`rewake run --resume NAME -- PROMPT` runs `gemini --resume <id> -p PROMPT` in the saved
+    """`rewake run --resume NAME -- PROMPT` runs `gemini --resume <id> --prompt=PROMPT` in the saved
     work directory (Gemini's sessions are per directory), as attempt 2 with its own log."""
     run_env.scenario({"do": "success"})
     first = run_env.rewake("run", "--name", "g1", "--", "gemini", "-m", "gemini-2.5-pro", "-p",
@@ -70,9 +72,9 @@ def test_gemini_resume_by_hand_runs_in_the_same_directory(run_env: RunEnv) -> No
     again = run_env.rewake("run", "--resume", "g1", "--", "go on")
     assert again.returncode == 0, again.stdout + again.stderr
     calls = run_env.invocations()
-    assert calls[0]["argv"] == ["-m", "gemini-2.5-pro", "--output-format", "stream-json", "-p",
-                                "fix the tests"]  # fmt: skip
-    assert calls[1]["argv"][:4] == ["--resume", session_id, "-p", "go on"]
+    assert calls[0]["argv"] == ["-m", "gemini-2.5-pro", "--output-format", "stream-json",
+                                "--prompt=fix the tests"]  # fmt: skip
+    assert calls[1]["argv"][:3] == ["--resume", session_id, "--prompt=go on"]
     assert "-m" in calls[1]["argv"]
     assert calls[1]["cwd"] == calls[0]["cwd"]
     statuses = [a["status"] for a in attempts_of(run_env.session("g1"))]

@@ -52,3 +52,42 @@ def test_a_running_sweeper_fires_the_resume_through_the_command_executor(tmp_pat
     assert mark["state"] == "done"
     assert not str(mark["claimed_by"]).startswith("rewake-run:")
     assert run_env.log("sw1", 2).exists()
+
+
+def test_a_conversation_found_missing_late_fails_the_sweepers_mark(tmp_path: Path) -> None:
+    """The sweeper's `rewake run --resume-of` finds the conversation gone only 3 s into the
+    resume (a slow start): with REWAKE_COMMAND_GRACE_S above that, as docs/run.md advises, the
+    mark ends failed (conversation_missing), never done, and nothing starts afresh."""
+    command = [sys.executable, "-m", "app.cli", "run", "--resume-of", "{mark_id}"]
+    run_env = make_run_env(
+        tmp_path, executor="command", command=json.dumps(command), command_grace_s=30
+    )
+    migrate(run_env.database_url)
+    sweeper = start_sweeper(run_env.env, tmp_path / "sweeper.log")
+    database = Database(run_env.database_url)
+    try:
+
+        def heartbeat_seen() -> bool:
+            with database.reader() as db:
+                return repo.latest_heartbeat(db) is not None
+
+        assert wait_until(heartbeat_seen, 30), (tmp_path / "sweeper.log").read_text()
+        run_env.scenario(
+            {"do": "limit", "resets_at": epoch_in(1), "forget": True},
+            {"do": "success", "slow_start": 3},
+        )
+        done = run_env.rewake("run", "--auto-resume", "--name", "sw2", "--", "claude", "-p", "go")
+        # The watching run reports how the sweeper's resume ended, and exits non-zero.
+        assert done.returncode == 1 and "found no conversation" in done.stdout, done.stdout
+
+        def settled() -> bool:
+            return run_env.session("sw2")["mark"]["state"] not in ("armed", "claimed", "sending")
+
+        assert wait_until(settled, 40), (tmp_path / "sweeper.log").read_text()
+    finally:
+        stop_all([sweeper])
+        database.dispose()
+    mark = run_env.session("sw2")["mark"]
+    assert (mark["state"], mark["outcome"]) == ("failed", "conversation_missing"), mark
+    calls = run_env.invocations()
+    assert len(calls) == 2 and "--resume" in calls[1]["argv"]

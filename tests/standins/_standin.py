@@ -7,6 +7,9 @@ Driven by environment variables the test sets:
   (an allowed_warning rate-limit event, then success), limit (with "resets_at", epoch seconds),
   login, crash, hang (waits for a signal; writes its pid to STANDIN_PIDFILE). With "forget":
   true, Claude loses the conversation after a limit (its transcript is gone at the resume).
+  With "grandchild": true, a hanging Claude first starts a child in its process group that
+  ignores SIGINT (as an MCP server or a background shell may), its pid in STANDIN_PIDFILE.gc.
+  With "slow_start": seconds, Claude waits that long before it looks at the session.
 - STANDIN_STATE: a directory for the sessions each CLI knows (Claude's ids, Codex's threads,
   Gemini's per-directory sessions), so resuming an unknown one fails as the real CLI does.
 - STANDIN_LOG: each invocation's argv and cwd are appended here as a JSON line.
@@ -24,6 +27,7 @@ import fcntl
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -95,6 +99,18 @@ def hang(on_stop: Any) -> None:
     raise SystemExit(0)
 
 
+def spawn_grandchild() -> None:
+    """A child that shrugs off Ctrl-C and outlives the CLI unless its group is stopped."""
+    code = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); time.sleep(120)"
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    pidfile = os.environ.get("STANDIN_PIDFILE")
+    if pidfile:
+        Path(pidfile + ".gc").write_text(str(child.pid))
+
+
 def value(argv: list[str], *names: str) -> str | None:
     for n, arg in enumerate(argv):
         for name in names:
@@ -119,6 +135,9 @@ def claude(argv: list[str]) -> None:
         fail("standin: interactive mode is not supported here")
     if value(argv, "--output-format") == "stream-json" and "--verbose" not in argv:
         fail("Error: When using --print, --output-format=stream-json requires --verbose")
+    # "slow_start": seconds before Claude gets as far as looking for the conversation (a cold
+    # start, MCP servers), so a missing one is only known that late.
+    time.sleep(float(outcome.get("slow_start", 0)))
     sessions = state_dir("claude")
     resume = value(argv, "--resume", "-r")
     pinned = value(argv, "--session-id")
@@ -172,6 +191,8 @@ def claude(argv: list[str]) -> None:
         }
 
     if do == "hang":
+        if outcome.get("grandchild"):
+            spawn_grandchild()
         emit(said("Looking at the failing tests…"))
         hang(lambda: None)
     if do == "login":

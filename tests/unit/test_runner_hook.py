@@ -419,3 +419,17 @@ def test_a_prompt_in_a_session_rewake_does_not_know_writes_nothing(
     opened: list[str] = []
     assert (fire(tmp_path, payload, opened=opened, **env).lines, opened) == ([], [])
     assert sorted(p.name for p in tmp_path.rglob("*")) == before
+
+
+def test_a_failure_inside_a_cli_that_rewake_run_supervises_is_left_to_the_run(
+    tmp_path: Path,
+) -> None:
+    """With REWAKE_SUPERVISED set (rewake run started this Claude), a StopFailure opens no
+    store and writes nothing: the run records that attempt itself, under its own name."""
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    payload = limit_payload(tmp_path, "a1")
+    listed = sorted(p.name for p in tmp_path.rglob("*"))  # the transcript written just now
+    opened: list[str] = []
+    result = fire(tmp_path, payload, opened=opened, REWAKE_SUPERVISED="1")
+    assert (result.lines, result.armed, opened) == ([], False, [])
+    assert sorted(p.name for p in tmp_path.rglob("*")) == listed and len(listed) > len(before)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.runner.providers import (
+    Provider,
     UsageError,
     provider_named,
     resolve_command,
@@ -94,22 +95,21 @@ def test_codex_first_run_and_resume_keep_the_original_flags() -> None:
 
 
 def test_gemini_prompt_positional_or_flag_and_resume() -> None:
-    """Gemini takes the prompt from -p or a positional; the resume is `--resume <id> -p`."""
+    """Gemini takes the prompt from -p or a positional; the resume is `--resume <id>
+    --prompt=<prompt>`."""
     assert gemini.first_argv("gemini", ["-y", "fix"], None) == [
         "gemini",
         "-y",
         "--output-format",
         "stream-json",
-        "-p",
-        "fix",
+        "--prompt=fix",
     ]
     args = ["-p", "fix", "-m", "pro", "--output-format", "stream-json"]
     assert gemini.resume_argv("gemini", args, "S1", "go") == [
         "gemini",
         "--resume",
         "S1",
-        "-p",
-        "go",
+        "--prompt=go",
         "-m",
         "pro",
         "--output-format",
@@ -175,3 +175,30 @@ def test_codex_and_gemini_events() -> None:
     assert gemini.ended_in_error([{"type": "result", "status": "error"}])
     assert not gemini.ended_in_error([{"type": "result", "status": "success"}])
     assert gemini.missing_conversation([], 'Invalid session identifier "G"')
+
+
+@pytest.mark.parametrize("provider", [claude, codex, gemini], ids=lambda p: p.name)
+@pytest.mark.parametrize("bad", ["--dangerously-skip-permissions", "-x", "", "a b", "../x"])
+def test_resume_argv_refuses_an_id_that_could_be_an_option(provider: Provider, bad: str) -> None:
+    """A stored session id that is not a plain id (one starting with `-` above all) is refused
+    before it can reach the CLI's argv as a flag."""
+    args = ["exec", "fix"] if provider.name == "codex" else ["-p", "fix"]
+    with pytest.raises(UsageError, match="not a session id"):
+        provider.resume_argv(provider.name, args, bad, "go on")
+
+
+@pytest.mark.parametrize("provider", [claude, codex, gemini], ids=lambda p: p.name)
+def test_a_prompt_starting_with_a_dash_stays_a_value(provider: Provider) -> None:
+    """A prompt like `--help me` is passed where the CLI reads it as the prompt, never as an
+    option: after `--` (Claude, Codex) or inside one `--prompt=` token (Gemini)."""
+    prompt = "--help me"
+    first = {"claude": ["-p", "--", prompt], "codex": ["exec", "--", prompt],
+             "gemini": ["-p", prompt]}[provider.name]  # fmt: skip
+    for argv in (
+        provider.resume_argv(provider.name, first, "5d0c8f7e-8a53", prompt),
+        provider.first_argv(provider.name, first, None),
+    ):
+        if provider.name == "gemini":
+            assert f"--prompt={prompt}" in argv and prompt not in argv
+        else:
+            assert argv[-2:] == ["--", prompt]

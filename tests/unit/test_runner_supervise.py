@@ -1,0 +1,154 @@
+"""One supervised attempt: bounded memory for a long event stream, the clock passed in, and
+which session id an attempt adopts."""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from app.runner.attempts import Options, Runner, Step
+from app.runner.providers import provider_named
+from app.runner.records import RunRecord
+from app.runner.supervise import (
+    CONTROL_EVENTS,
+    RECENT_EVENTS,
+    EventWindow,
+    Hooks,
+    _Adopt,
+    supervise,
+)
+
+claude = provider_named("claude")
+FIXED = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
+
+
+def test_event_window_keeps_a_bounded_number_of_events() -> None:
+    """100 000 content events and as many control events retain at most the two bounds, in
+    order, the latest ones kept."""
+    window = EventWindow()
+    for n in range(100_000):
+        window.add({"type": "assistant", "n": n})
+        window.add({"type": "result", "n": n})
+    kept = window.events()
+    assert len(kept) == len(window) == CONTROL_EVENTS + RECENT_EVENTS
+    assert kept[-1] == {"type": "result", "n": 99_999}
+    assert [e["n"] for e in kept] == sorted(e["n"] for e in kept)
+
+
+def test_supervise_retains_a_bounded_window_of_a_long_stream(tmp_path: Path) -> None:
+    """A CLI printing 5 000 content events hands back no more than RECENT_EVENTS of them plus
+    its control events; the log on disk keeps every line."""
+    code = (
+        "import json\n"
+        "print(json.dumps({'type': 'system', 'subtype': 'init', 'session_id': 'abc'}))\n"
+        "for n in range(5000): print(json.dumps({'type': 'assistant', 'n': n}))\n"
+        "print(json.dumps({'type': 'result', 'is_error': False, 'session_id': 'abc'}))\n"
+    )
+    log = tmp_path / "a.log"
+    done = supervise([sys.executable, "-c", code], provider=claude, cwd=str(tmp_path), log=log,
+                     out=_Null(), err=_Null(), clock=lambda: FIXED)  # fmt: skip
+    assert len(done.events) == RECENT_EVENTS + 2
+    assert done.events[0]["type"] == "system" and done.events[-1]["type"] == "result"
+    assert len(log.read_text().splitlines()) == 5002
+    assert done.ended_at == FIXED  # the injected clock, read when the CLI exited
+
+
+def test_a_failed_resume_never_adopts_the_id_of_its_error_result() -> None:
+    """The "No conversation found" result's fresh id is not adopted (the CLI never proved the
+    conversation under way); an init id is adopted once work shows."""
+    seen: list[str] = []
+    adopt = _Adopt(claude, Hooks(on_session=seen.append))
+    adopt.feed({"type": "result", "is_error": True, "session_id": "fresh",
+                "result": "No conversation found with session ID: old"})  # fmt: skip
+    assert (adopt.session_id, seen) == (None, [])
+    adopt = _Adopt(claude, Hooks(on_session=seen.append))
+    adopt.feed({"type": "system", "subtype": "init", "session_id": "new1"})
+    assert seen == []
+    adopt.feed({"type": "assistant", "session_id": "new1"})
+    adopt.feed({"type": "result", "is_error": True, "session_id": "other", "result": "429"})
+    assert (adopt.session_id, seen) == ("new1", ["new1"])
+
+
+class _Null:
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+class _Store:
+    actor = "local:test"
+
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+
+    def report_failure(self, root_id: str, run_id: str, body: Any) -> dict[str, Any]:
+        self.bodies.append(dict(body))
+        return {"banner": {}, "verdict": {}}
+
+
+def test_the_runner_reads_the_injected_clock(tmp_path: Path, monkeypatch: Any) -> None:
+    """A resume with no conversation id on record is reported at the Runner's clock, not at
+    a datetime.now() read deep inside."""
+    monkeypatch.setenv("REWAKE_STATE_DIR", str(tmp_path))
+    record = RunRecord(root_id="c1", run_id="r1", provider="claude", cwd=str(tmp_path),
+                       args=["-p", "x"])  # fmt: skip
+    store = _Store()
+    runner = Runner(store, record, claude, Options(clock=lambda: FIXED),  # type: ignore[arg-type]
+                    out=_Null(), err=_Null())  # type: ignore[arg-type]  # fmt: skip
+    assert runner.run(Step([], 2, gated=True, fresh_allowed=False)) == 4
+    assert store.bodies[0]["observed_at"] == FIXED.isoformat()
+
+
+class _DownStore(_Store):
+    def report_failure(self, root_id: str, run_id: str, body: Any) -> dict[str, Any]:
+        from app.runner.store import StoreError
+
+        raise StoreError("service_unreachable", "http://127.0.0.1:9: connection refused")
+
+
+def test_a_report_the_store_cannot_take_goes_to_the_outbox(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """When the service is down after the CLI ran, the failure report is written to
+    <state>/outbox/<root>-<run>-<attempt>.json and the terminal names the file."""
+    from app.runner.outcome import Classified
+    from app.runner.supervise import Finished
+    from parsers.verdict import Verdict
+
+    monkeypatch.setenv("REWAKE_STATE_DIR", str(tmp_path))
+    record = RunRecord(root_id="o1", run_id="r1", provider="claude", cwd=str(tmp_path),
+                       args=["-p", "x"])  # fmt: skip
+    said: list[str] = []
+
+    class _Out(_Null):
+        def write(self, text: str) -> int:
+            said.append(text)
+            return len(text)
+
+    runner = Runner(_DownStore(), record, claude, Options(clock=lambda: FIXED),  # type: ignore[arg-type]
+                    out=_Out(), err=_Out())  # type: ignore[arg-type]  # fmt: skip
+    finished = Finished(exit_code=1, events=[], tail="boom", session_id=None, started=True,
+                        halted=False, ended_at=FIXED, log=tmp_path / "a.log")  # fmt: skip
+    verdict = Classified(True, Verdict(kind="none"), False, None)
+    assert runner._record_end(finished, verdict, 1) is None
+    kept = tmp_path / "outbox" / "o1-r1-1.json"
+    assert kept.exists() and str(kept) in "".join(said)
+
+
+def test_the_supervised_cli_is_told_so_in_its_environment(tmp_path: Path) -> None:
+    """Every CLI rewake run starts sees REWAKE_SUPERVISED=1, so its own globally configured
+    `rewake hook` stays quiet instead of reporting the attempt a second time."""
+    code = (
+        "import json, os\n"
+        "print(json.dumps({'type': 'system', 'subtype': 'init', 'session_id': 'abc',"
+        " 'seen': os.environ.get('REWAKE_SUPERVISED')}))\n"
+    )
+    done = supervise([sys.executable, "-c", code], provider=claude, cwd=str(tmp_path),
+                     log=tmp_path / "a.log", env={"PATH": os.environ.get("PATH", "")},
+                     out=_Null(), err=_Null(), clock=lambda: FIXED)  # fmt: skip
+    assert done.events[0]["seen"] == "1"
