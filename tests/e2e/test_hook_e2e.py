@@ -107,3 +107,47 @@ def test_the_hook_arms_and_a_real_sweeper_resumes_exactly_once(tmp_path: Path) -
     assert resume["at"] >= resets_at  # never early
     done = json.loads(rewake(env, "show", root_id, "--json").stdout)["mark"]
     assert done["state"] == "done"
+
+
+def native_continue_stop(tmp_path: Path, session_id: str, hour: int) -> str:
+    """A StopFailure whose transcript ends on interactive Claude's five-hour banner and its
+    promise to continue by itself when the limit resets (corpus: syn-cc-local-native-...)."""
+    clock = f"{hour % 12 or 12}{'am' if hour < 12 else 'pm'}"
+    banner = (f"5-hour limit reached ∙ resets {clock}\n"
+              "  ⎿  Claude will continue automatically when the limit resets.")  # fmt: skip
+    rows: list[dict[str, Any]] = [
+        {"type": "user", "message": {"role": "user", "content": "fix the tests"}, "uuid": "u-1"},
+        {"type": "assistant", "message": {"model": "<synthetic>", "role": "assistant",
+         "content": [{"type": "text", "text": banner}]}, "isApiErrorMessage": True, "uuid": "a-2"},
+    ]  # fmt: skip
+    transcript = tmp_path / f"{session_id}.jsonl"
+    transcript.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return json.dumps({
+        "session_id": session_id, "transcript_path": str(transcript), "cwd": str(tmp_path),
+        "hook_event_name": "StopFailure", "error": "rate_limit", "last_assistant_message": banner,
+    })  # fmt: skip
+
+
+def test_no_resume_is_armed_when_claude_continues_by_itself(tmp_path: Path) -> None:
+    """A banner saying Claude continues by itself at the reset: the hook's --auto-resume arms
+    nothing (native_auto_continue), `auto-resume on` is refused with the reason (exit 3), so
+    rewake never resumes a session the CLI resumes itself."""
+    env = rewake_env(f"sqlite:///{tmp_path / 'rewake.db'}", state_dir=tmp_path / "state")
+    env["TZ"] = "UTC"
+    session_id = str(uuid.uuid4())
+    root_id = f"claude-{session_id}"
+    # The next whole hour at least 10 minutes ahead, printed as interactive Claude prints it.
+    hour = (time.gmtime(time.time() + 600 + 3600).tm_hour) % 24
+
+    hooked = rewake(env, "hook", "claude", "--auto-resume",
+                    stdin=native_continue_stop(tmp_path, session_id, hour))  # fmt: skip
+    assert hooked.returncode == 0 and "armed" not in hooked.stderr.replace("not armed", "")
+    shown = json.loads(rewake(env, "show", root_id, "--json").stdout)
+    assert shown["mark"]["state"] in (None, "none"), shown["mark"]
+    [attempt] = [a for run in shown["runs"] for a in run["attempts"]]
+    verdict = attempt["failure"]["verdict"]
+    assert verdict["native_auto_continue"] is True and verdict["scope"] == "five_hour", verdict
+
+    refused = rewake(env, "auto-resume", root_id, "on")
+    assert refused.returncode == 3, refused.stdout + refused.stderr
+    assert "itself" in (refused.stdout + refused.stderr).lower()
