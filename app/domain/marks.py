@@ -197,65 +197,35 @@ def settle_marks(
 
     Except when that attempt failed with `conversation_missing`: the resume reached the host
     but found nothing to continue, so the mark ends failed (never done, and never re-fired)."""
-    if failure_kind == "conversation_missing":
-        _fail_for_missing_conversation(db, marks, run_id, attempt, ctx)
-        return
+    missing = failure_kind == "conversation_missing"
+    state, outcome = ("failed", "conversation_missing") if missing else ("done", "done")
     for mark in marks:
         if mark.run_id != run_id or mark.attempt >= attempt or mark.state not in OPEN_STATES:
             continue
         assert mark.id is not None
         overtaken = mark.state in ("armed", "claimed")
-        if overtaken and clear_live_mark(db, mark.root_id, "manual_resume", ctx, live=mark):
+        reason = "new_failure" if missing else "manual_resume"
+        if overtaken and clear_live_mark(db, mark.root_id, reason, ctx, live=mark):
             continue
-        done = mark_repo.move_mark(
+        settled = mark_repo.move_mark(
             db,
             mark.id,
             from_states=("sending", "uncertain"),
-            to_state="done",
+            to_state=state,
             now=ctx.now,
-            outcome="done",
-            outcome_detail=f"attempt {attempt} of run {run_id} was {source}",
-        )
-        if done is not None:
-            repo.append_timeline(
-                db,
-                mark.root_id,
-                ctx.now,
-                "mark_done",
-                actor=ctx.actor,
-                run_id=run_id,
-                attempt=done.attempt,
-                mark_id=done.id,
-                detail={"proof": f"attempt {attempt} {source}"},
-            )
-
-
-def _fail_for_missing_conversation(
-    db: Session, marks: list[MarkRow], run_id: str, attempt: int, ctx: Context
-) -> None:
-    """sending | uncertain -> failed (conversation_missing) for the run's earlier attempts;
-    armed or claimed ones are cleared as overtaken, as any later report clears them."""
-    for mark in marks:
-        if mark.run_id != run_id or mark.attempt >= attempt or mark.state not in OPEN_STATES:
-            continue
-        assert mark.id is not None
-        if mark.state in ("armed", "claimed"):
-            clear_live_mark(db, mark.root_id, "new_failure", ctx, live=mark)
-            continue
-        failed = mark_repo.move_mark(
-            db,
-            mark.id,
-            from_states=("sending", "uncertain"),
-            to_state="failed",
-            now=ctx.now,
-            outcome="conversation_missing",
-            outcome_detail=f"attempt {attempt} of run {run_id} found no conversation to continue",
+            outcome=outcome,
+            outcome_detail=(
+                f"attempt {attempt} of run {run_id} found no conversation to continue"
+                if missing
+                else f"attempt {attempt} of run {run_id} was {source}"
+            ),
             lease_until=None,
         )
-        if failed is not None:
+        if settled is not None:
+            proof = {"proof": f"attempt {attempt} {source}"}
             repo.append_mark_event(
-                db, failed, ctx.now, "mark_failed", actor=ctx.actor,
-                detail={"outcome": "conversation_missing", "proof": f"attempt {attempt} reported"},
+                db, settled, ctx.now, f"mark_{state}", actor=ctx.actor,
+                detail={"outcome": outcome, **proof} if missing else proof,
             )  # fmt: skip
 
 

@@ -97,20 +97,17 @@ def run_command(args: argparse.Namespace) -> int:
     from app.runner.store import StoreError
     from app.runner.supervise import ProgramNotFound
 
+    exits: list[tuple[type[Exception], int]] = [
+        (SessionBusy, EXIT_BUSY),
+        (RecordError, EXIT_STORE),
+        (ProgramNotFound, EXIT_NOT_FOUND),
+        (UsageError, EXIT_USAGE),
+    ]
     try:
         return _dispatch(args)
-    except SessionBusy as error:
+    except (SessionBusy, RecordError, ProgramNotFound, UsageError) as error:
         print(f"rewake run: {error}", file=sys.stderr)
-        return EXIT_BUSY
-    except RecordError as error:
-        print(f"rewake run: {error}", file=sys.stderr)
-        return EXIT_STORE
-    except ProgramNotFound as error:
-        print(f"rewake run: {error}", file=sys.stderr)
-        return EXIT_NOT_FOUND
-    except UsageError as error:
-        print(f"rewake run: {error}", file=sys.stderr)
-        return EXIT_USAGE
+        return next(code for kind, code in exits if isinstance(error, kind))
     except StoreError as error:
         print(f"rewake run: {error.detail} ({error.code})", file=sys.stderr)
         return EXIT_USAGE

@@ -6,21 +6,21 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from conftest import migrate
-from run_support import attempts_of, epoch_in, make_run_env
+from run_support import RunEnv, attempts_of, epoch_in, make_run_env
 from sweeper_support import start_sweeper, stop_all, wait_until
 
 from app.db import Database
 from app.repository import sessions as repo
 
 
-def test_a_running_sweeper_fires_the_resume_through_the_command_executor(tmp_path: Path) -> None:
-    """With a sweeper alive, rewake run waits for it; the sweeper spawns `rewake run
-    --resume-of`, which runs `claude -p --resume` once in the session's directory."""
-    command = [sys.executable, "-m", "app.cli", "run", "--resume-of", "{mark_id}"]
-    run_env = make_run_env(tmp_path, executor="command", command=json.dumps(command))
+@contextmanager
+def sweeper_running(run_env: RunEnv, tmp_path: Path) -> Iterator[None]:
+    """A real `rewake sweep` on the run's database, its first heartbeat seen."""
     migrate(run_env.database_url)
     sweeper = start_sweeper(run_env.env, tmp_path / "sweeper.log")
     database = Database(run_env.database_url)
@@ -31,6 +31,18 @@ def test_a_running_sweeper_fires_the_resume_through_the_command_executor(tmp_pat
                 return repo.latest_heartbeat(db) is not None
 
         assert wait_until(heartbeat_seen, 30), (tmp_path / "sweeper.log").read_text()
+        yield
+    finally:
+        stop_all([sweeper])
+        database.dispose()
+
+
+def test_a_running_sweeper_fires_the_resume_through_the_command_executor(tmp_path: Path) -> None:
+    """With a sweeper alive, rewake run waits for it; the sweeper spawns `rewake run
+    --resume-of`, which runs `claude -p --resume` once in the session's directory."""
+    command = [sys.executable, "-m", "app.cli", "run", "--resume-of", "{mark_id}"]
+    run_env = make_run_env(tmp_path, executor="command", command=json.dumps(command))
+    with sweeper_running(run_env, tmp_path):
         run_env.scenario({"do": "limit", "resets_at": epoch_in(1)}, {"do": "success"})
         done = run_env.rewake("run", "--auto-resume", "--name", "sw1", "--", "claude", "-p", "go")
         assert done.returncode == 0, done.stdout + done.stderr
@@ -41,9 +53,6 @@ def test_a_running_sweeper_fires_the_resume_through_the_command_executor(tmp_pat
             return [a["status"] for a in attempts] == ["failed", "completed"]
 
         assert wait_until(resumed, 30), (tmp_path / "sweeper.log").read_text()
-    finally:
-        stop_all([sweeper])
-        database.dispose()
     calls = run_env.invocations()
     assert len(calls) == 2
     assert calls[1]["argv"][:2] == ["-p", "--resume"]
@@ -62,16 +71,7 @@ def test_a_conversation_found_missing_late_fails_the_sweepers_mark(tmp_path: Pat
     run_env = make_run_env(
         tmp_path, executor="command", command=json.dumps(command), command_grace_s=30
     )
-    migrate(run_env.database_url)
-    sweeper = start_sweeper(run_env.env, tmp_path / "sweeper.log")
-    database = Database(run_env.database_url)
-    try:
-
-        def heartbeat_seen() -> bool:
-            with database.reader() as db:
-                return repo.latest_heartbeat(db) is not None
-
-        assert wait_until(heartbeat_seen, 30), (tmp_path / "sweeper.log").read_text()
+    with sweeper_running(run_env, tmp_path):
         run_env.scenario(
             {"do": "limit", "resets_at": epoch_in(1), "forget": True},
             {"do": "success", "slow_start": 3},
@@ -84,9 +84,6 @@ def test_a_conversation_found_missing_late_fails_the_sweepers_mark(tmp_path: Pat
             return run_env.session("sw2")["mark"]["state"] not in ("armed", "claimed", "sending")
 
         assert wait_until(settled, 40), (tmp_path / "sweeper.log").read_text()
-    finally:
-        stop_all([sweeper])
-        database.dispose()
     mark = run_env.session("sw2")["mark"]
     assert (mark["state"], mark["outcome"]) == ("failed", "conversation_missing"), mark
     calls = run_env.invocations()
