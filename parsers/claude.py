@@ -26,7 +26,7 @@ from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from typing import Final
 
-from parsers import clock, findings
+from parsers import claude_failures, clock, findings
 from parsers.findings import Context, Finding
 from parsers.grammar import (
     DURATION,
@@ -55,23 +55,26 @@ _EPOCH = Gated(
 # The epoch form's head ("Claude AI usage limit reached") is read there, not again as a banner.
 _EPOCH_HEAD_REACH = 8
 
+_WEEKLY_REST = r"[Ww]eekly\s+limit\s+reached"
 _STOP = Gated(
-    # The lookahead names every alternative's first character: the regex engine then skips
-    # other positions at once instead of trying eight alternatives at each (a megabyte of
-    # scrollback costs a sixth of the time).
-    r"(?=[5SsOFHWwMmYCL])"
-    r"(?:(?P<five_hour>5[- ]?hours?\s+limit\s+reached)"
-    r"|(?P<session>[Ss]ession\s+limit\s+reached)"
-    r"|(?P<weekly>(?:(?:Opus|Sonnet|Fable|Haiku)\s+)?[Ww]eekly\s+limit\s+reached)"
-    r"|(?P<monthly>[Mm]onthly\s+limit\s+reached)"
-    r"|(?P<hit>You've\s+hit\s+your\s+"
+    # Every alternative starts with a literal character, its group after it: only then does
+    # the regex engine skip, in C, the positions where no banner can start (a class or a group
+    # up front makes it try each alternative at every position, 4x slower). A group is named
+    # once, so "Session" and "session" are two; _HEAD_SCOPES maps each to its scope.
+    r"5(?P<five_hour>[- ]?hours?\s+limit\s+reached)"
+    r"|S(?P<session>ession\s+limit\s+reached)|s(?P<session_>ession\s+limit\s+reached)"
+    rf"|O(?P<opus_weekly>pus\s+{_WEEKLY_REST})|S(?P<sonnet_weekly>onnet\s+{_WEEKLY_REST})"
+    rf"|F(?P<fable_weekly>able\s+{_WEEKLY_REST})|H(?P<haiku_weekly>aiku\s+{_WEEKLY_REST})"
+    r"|W(?P<weekly>eekly\s+limit\s+reached)|w(?P<weekly_>eekly\s+limit\s+reached)"
+    r"|M(?P<monthly>onthly\s+limit\s+reached)|m(?P<monthly_>onthly\s+limit\s+reached)"
+    r"|Y(?:(?P<hit>ou've\s+hit\s+your\s+"
     r"(?:(?P<which>session|weekly|monthly|daily|Opus|Sonnet|Fable|Haiku)\s+)?limit\b"
     # Gemini Code Assist's "You've hit your daily limit of requests with Gemini ..." fallback.
     r"(?!\s+of\s+requests))"
-    r"|(?P<extra>You're\s+out\s+of\s+extra\s+usage\b)"
-    r"|(?P<legacy>Claude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
+    r"|(?P<extra>ou're\s+out\s+of\s+extra\s+usage\b))"
+    r"|C(?P<legacy>laude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
     # 2.0.6x printed a bare "Limit reached · resets 5pm (Etc/Unknown)"; read only with a reset.
-    r"|(?P<bare>Limit\s+reached)(?=\s{0,3}·\s{0,3}resets))",
+    r"|L(?P<bare>imit\s+reached)(?=\s{0,3}·\s{0,3}resets)",
     ("reached", "You've", "You're"),
 )
 _HIT_SCOPES = {
@@ -104,7 +107,8 @@ _NATIVE = re.compile(
 _ORG_LIMIT = Gated(
     r"You've\s+hit\s+your\s+org(?:anization)?'s\s+(?P<monthly>monthly\s+)?"
     r"(?:usage|spend(?:ing)?)\s+limit",
-    ("org",),
+    # Not "org": with the apostrophe, the needle is tested only in texts that hold one.
+    ("org's", "organization's"),
 )
 _CREDITS = Gated(
     r"[Cc]redit balance (?:is )?too low",
@@ -124,68 +128,6 @@ _RATE_LIMIT_BODY = Gated(
 _LIMIT_MENU = Gated(
     r"Stop and wait for limit to reset",
     ("Stop and wait",),
-)
-
-_COUNTDOWN = Gated(
-    r"Retrying\s+in\s+(?P<value>\d{1,6}(?:\.\d{1,3})?)\s?(?:seconds?|secs?|s)\b"
-    r"(?:\s{0,2}(?:…|\.\.\.))?\s{0,3}"
-    r"(?:\(\s{0,2}attempt\s+\d{1,3}\s{0,2}/\s{0,2}\d{1,3}\s{0,2}\)|·\s{0,3}attempt\s+\d{1,3}/\d{1,3})",
-    ("Retrying",),
-)
-_RETRIED_REACH = 400
-_RATE_LIMITED_ERROR = re.compile(r"\b429\b|rate_limit_error|rate limit", re.IGNORECASE)
-_TRANSIENT = Gated(
-    r"overloaded_error|Overloaded\b|API Error:? \(?5\d\d\b|Internal server error"
-    r"|Repeated 5\d\d|API Error \(Connection error|Connection error\.|fetch failed"
-    r"|server-side issue|API error · Retrying|API Error: Rate limit reached"
-    # "Server is temporarily limiting requests (not your usage limit) · Rate limited"
-    r"|temporarily limiting requests|Too many CONNECT attempts",
-    (
-        "verloaded",
-        "API Error",
-        "API error",
-        "Internal server error",
-        "Repeated 5",
-        "Connection error",
-        "fetch failed",
-        "server-side issue",
-        "temporarily limiting requests",
-        "Too many CONNECT attempts",
-    ),
-)
-_LOGIN = Gated(
-    # Every alternative starts with a fixed character ("Run" and "run" spelled out), so the
-    # regex engine looks only at positions where one can start.
-    r"Not logged in|Please\s+[Rr]un\s+/login|Run\s+/login|run\s+/login|Invalid API key"
-    r"|OAuth token (?:has )?expired"
-    r"|OAuth token (?:has been )?revoked|\"authentication_error\"|Failed to authenticate"
-    r"|require[sd]? authentication|API Error:?\s{0,3}\(?401\b",
-    (
-        "Not logged in",
-        "/login",
-        "Invalid API key",
-        "OAuth token",
-        "authentication",
-        "Failed to authenticate",
-    ),
-)
-_OTHER = Gated(
-    r"Prompt is too long|prompt is too long|invalid_request_error|Login interrupted",
-    ("rompt is too long", "invalid_request_error", "Login interrupted"),
-)
-_WARNING = Gated(
-    r"Approaching\s+(?:your\s+)?(?:[\w-]{2,12}\s+)?(?:usage\s+)?limit|limit reached, now using"
-    r"|Usage credits are off|You've used \d{1,3}% of your",
-    ("Approaching", "now using", "Usage credits", "You've used"),
-)
-# The session went on: the assistant answered again (a ⏺ or ● line that is no limit or error
-# line), or a scheduled wakeup resumed it. A prompt line (❯) is not enough: the empty input
-# box shows a placeholder there, and a draft may never be sent.
-_WENT_ON = Gated(
-    r"^[ \t]{0,4}[⏺●][ \t]{1,3}(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset))\S"
-    r"|Claude resuming",
-    ("⏺", "●", "Claude resuming"),
-    re.MULTILINE,
 )
 
 
@@ -259,8 +201,15 @@ def _looks_like_zone(words: str) -> bool:
 _HEAD_SCOPES = {
     "five_hour": "five_hour",
     "session": "session",
+    "session_": "session",
+    "opus_weekly": "weekly",
+    "sonnet_weekly": "weekly",
+    "fable_weekly": "weekly",
+    "haiku_weekly": "weekly",
     "weekly": "weekly",
+    "weekly_": "weekly",
     "monthly": "monthly",
+    "monthly_": "monthly",
     "extra": "extra_usage",
 }
 
@@ -278,16 +227,16 @@ def _scope(match: re.Match[str]) -> str | None:
 
 
 _COMMON = findings.CommonPatterns(
-    transient=_TRANSIENT,
-    login=_LOGIN,
+    transient=claude_failures.TRANSIENT,
+    login=claude_failures.LOGIN,
     login_command="/login",
-    other=_OTHER,
-    warning=_WARNING,
-    went_on=_WENT_ON,
+    other=claude_failures.OTHER,
+    warning=claude_failures.WARNING,
+    went_on=claude_failures.WENT_ON,
 )
 
 #: Every gated pattern this scanner runs; a text that opens none holds nothing it reads.
-GATES = module_gates(globals())
+GATES = module_gates(globals(), *claude_failures.GATES)
 _GATE_SET = frozenset(GATES)
 _INDEX = GateIndex(GATES)
 
@@ -358,43 +307,11 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), None, "the limit menu")
         )
-    if _COUNTDOWN in opened:
-        found.extend(_countdowns(text, ctx))
+    if claude_failures.COUNTDOWN in opened:
+        found.extend(claude_failures.countdowns(text, ctx))
     for match in _RATE_LIMIT_BODY.pattern.finditer(norm) if _RATE_LIMIT_BODY in opened else ():
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), None, "the API's rate limit")
         )
     found.extend(findings.scan_common(text, PROVIDER, _COMMON, opened))
-    return found
-
-
-def _countdowns(text: Text, ctx: Context) -> list[Finding]:
-    """Client retry countdowns. One that retries a rate limit follows the server's
-    Retry-After, so it also states when the limit lifts."""
-    norm = text.norm
-    found = []
-    for match in _COUNTDOWN.pattern.finditer(norm):
-        seconds = float(match.group("value"))
-        # The error a countdown retries stands on its line or the one before (within reach).
-        line_start = text.line_start(match.start())
-        context_start = max(text.line_start(max(line_start - 1, 0)), match.start() - _RETRIED_REACH)
-        retried = norm[context_start : match.start()]
-        rate_limited = bool(_RATE_LIMITED_ERROR.search(retried))
-        found.append(
-            findings.Finding(
-                role="countdown",
-                kind="transient",
-                provider=PROVIDER,
-                start=context_start if rate_limited else match.start(),
-                end=match.end(),
-                retry_after_s=seconds,
-                resolved=(
-                    after_duration(
-                        seconds, ctx.observed_at, resolution_s=0, limit=window(PROVIDER, None)
-                    )
-                    if rate_limited
-                    else None
-                ),
-            )
-        )
     return found

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import random
 import re
+from datetime import date, timedelta, timezone
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
-from parsers import claude
+from parsers import claude, timeres
 from parsers.grammar import Gated, all_needles
 from parsers.text import _FOLD, fold, normalize
 
@@ -36,23 +38,81 @@ def test_scanner_needles_leave_out_needles_that_contain_another() -> None:
     assert all_needles(first, second) == ("You've",)
 
 
-def test_stop_lookahead_hides_no_banner() -> None:
-    """The first-character lookahead of Claude's banner pattern finds what the pattern without
-    it finds, on every corpus text."""
-    source = claude._STOP.pattern.pattern
-    lookahead = re.match(r"\(\?=\[[^\]]+\]\)", source)
-    assert lookahead is not None
-    plain = re.compile(source[lookahead.end() :])
+#: Claude's banner pattern as first written, one named group per scope: the reference the
+#: literal-first form (each alternative's first character outside its group) must agree with.
+_PLAIN_STOP = re.compile(
+    r"(?P<five_hour>5[- ]?hours?\s+limit\s+reached)"
+    r"|(?P<session>[Ss]ession\s+limit\s+reached)"
+    r"|(?P<weekly>(?:(?:Opus|Sonnet|Fable|Haiku)\s+)?[Ww]eekly\s+limit\s+reached)"
+    r"|(?P<monthly>[Mm]onthly\s+limit\s+reached)"
+    r"|(?P<hit>You've\s+hit\s+your\s+"
+    r"(?:(?P<which>session|weekly|monthly|daily|Opus|Sonnet|Fable|Haiku)\s+)?limit\b"
+    r"(?!\s+of\s+requests))"
+    r"|(?P<extra>You're\s+out\s+of\s+extra\s+usage\b)"
+    r"|(?P<legacy>Claude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
+    r"|(?P<bare>Limit\s+reached)(?=\s{0,3}·\s{0,3}resets)"
+)
+_PLAIN_SCOPES = {
+    "five_hour": "five_hour",
+    "session": "session",
+    "weekly": "weekly",
+    "monthly": "monthly",
+    "extra": "extra_usage",
+}
+
+
+def _plain_reading(match: re.Match[str]) -> tuple[tuple[int, int], str | None, bool]:
+    head = match.lastgroup
+    if head == "hit":
+        which = match.group("which")
+        windows = ("session", "weekly", "monthly", "daily")
+        scope = None if which is None else which if which in windows else "model"
+    else:
+        scope = _PLAIN_SCOPES.get(head or "")
+    return match.span(), scope, head == "bare"
+
+
+def test_literal_first_stop_pattern_reads_as_the_plain_one() -> None:
+    """Claude's banner pattern, written with each alternative's first character outside its
+    group (so the regex engine skips positions in C), finds the same banners at the same spans
+    with the same scopes as the plain pattern, on every alternative and every corpus text."""
     # One line per alternative, in each case it accepts, then every captured message.
     heads = (
         "5-hour limit reached\nsession limit reached\nSession limit reached\n"
         "Opus weekly limit reached\nSonnet weekly limit reached\nFable weekly limit reached\n"
-        "Haiku weekly limit reached\nWeekly limit reached\nMonthly limit reached\n"
-        "monthly limit reached\nYou've hit your limit\nYou're out of extra usage\n"
-        "Claude usage limit reached\nLimit reached · resets 5pm\n"
+        "Haiku weekly limit reached\nWeekly limit reached\nweekly limit reached\n"
+        "Monthly limit reached\nmonthly limit reached\nYou've hit your limit\n"
+        "You've hit your Opus limit\nYou've hit your daily limit\n"
+        "You're out of extra usage\nClaude usage limit reached\nLimit reached · resets 5pm\n"
+        "Opus  nearly weekly limit reached\nSonnet\n  weekly limit reached\n"
     )
     texts = [heads] + [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
     for text in texts:
         norm = normalize(text).norm
-        expected = [(m.span(), m.groupdict()) for m in plain.finditer(norm)]
-        assert [(m.span(), m.groupdict()) for m in claude._STOP.pattern.finditer(norm)] == expected
+        expected = [_plain_reading(m) for m in _PLAIN_STOP.finditer(norm)]
+        found = [
+            (m.span(), claude._scope(m), m.group("bare") is not None)
+            for m in claude._STOP.pattern.finditer(norm)
+        ]
+        assert found == expected
+
+
+def test_one_offset_shortcut_reads_wall_times_as_the_round_trip() -> None:
+    """The shortcut for wall times outside DST gaps and folds gives the instants the full
+    round trip gives, on every day of years with DST changes, at the hours they happen."""
+    zones = [
+        ZoneInfo(name)
+        for name in ("Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Tehran")
+    ]
+    zones.append(timezone(timedelta(hours=5, minutes=30)))
+    for zone in zones:
+        day = date(2025, 1, 1)
+        while day.year == 2025:
+            for hour in (0, 1, 2, 3, 23):
+                for minute in (0, 30, 59):
+                    expected = (
+                        timeres._first_reading(day, hour, minute, zone),
+                        timeres._checked_instant(day, hour, minute, zone),
+                    )
+                    assert timeres._readings(day, hour, minute, zone) == expected
+            day += timedelta(days=1)
