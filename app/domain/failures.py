@@ -31,8 +31,8 @@ from app.domain.rules import (
 from app.domain.tombstones import refuse_if_deleted
 from app.logs import log_event
 from app.models import FailureRow, MarkRow, RunRow, SessionRow
-from app.repository import marks as mark_repo
 from app.repository import sessions as repo
+from app.sweeper import queries
 from app.sweeper.holds import hold_after_resume
 from parsers.verdict import Verdict
 
@@ -123,48 +123,53 @@ def report_failure(
 
 
 def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON, bool]:
-    """Store a read report (once) and return the answer, and whether it was new."""
-    report = read.report
-    session = repo.lock_session(db, report.root_id)
-    if session is None:
-        refuse_if_deleted(db, report.root_id, ctx)
-        session, _ = repo.ensure_session(db, report.root_id, ctx.now)
-    repo.note_host_seen(session, ctx.now)
-    stored = repo.stored_answer(db, report.root_id, report.run_id, report.attempt)
-    if stored is not None:
-        if stored[0] == read.fingerprint:
-            return stored[1], False
-        raise DomainError(
-            "attempt_already_reported",
-            f"attempt {report.attempt} of run {report.run_id!r} was reported with another body",
-        )
+    """Store a read report (once) and return the answer, and whether it was new.
 
-    runs = {run.run_id: run for run in repo.list_runs(db, report.root_id)}
-    open_marks = mark_repo.marks_in(db, report.root_id, OPEN_STATES)
+    Each row is written once, in one plain statement (the session's changes in one UPDATE, the
+    failure with its answer in one INSERT), and what is known already is not asked again: a
+    session created by this report has no runs, failures or marks yet."""
+    report = read.report
+    session, created = _locked_or_new_session(db, report.root_id, ctx)
+    earlier = None if created else _earlier_answer(db, read)
+    if earlier is not None:
+        repo.note_host_seen(session, ctx.now)
+        return earlier, False
+    runs, marks = ({}, []) if created else _runs_and_marks(db, report)
+    open_marks = [mark for mark in marks if mark.state in OPEN_STATES]
     point = FailurePoint(report.run_id, report.attempt, report.observed_at)
-    # Marks first: their compare-and-set statements must not flush half-built rows.
     _clear_overtaken_mark(db, open_marks, point, ctx)
     settle_marks(
         db, open_marks, report.run_id, report.attempt, ctx, source="reported failed",
         failure_kind=read.failure_kind,
     )  # fmt: skip
-    current = _current_point(db, session)
-    if current is None or is_newer(point, current):
-        session.current_run_id, session.current_attempt = report.run_id, report.attempt
+    becomes_current = _becomes_current(db, session, point)
     run = _move_run_and_attempt(db, runs, read, ctx)
+    _move_session(db, session, runs, point if becomes_current else None, ctx)
     failure = _failure_row(read, ctx)
-    repo.add(db, failure)
     # DESIGN.md section 3: a resumed attempt that soon reports a new limit holds its account.
-    held = hold_after_resume(db, failure, ctx, window_s=ctx.hold_window_s)
+    held = hold_after_resume(db, failure, marks, ctx, window_s=ctx.hold_window_s)
     failure.answer = _answer(session, failure, run, ctx) | {
         "resumed_into_live_limit": held.resumed_into_live_limit,
         "held_marks": held.held_mark_ids,
         "warnings": [warning.to_json() for warning in read.warnings],
     }
-    session.state = session_state(
-        session.cancelled_at is not None, [row.status for row in runs.values()]
+    repo.insert_now(db, failure)  # with its answer: one INSERT, no UPDATE after it
+    _append_reported(db, read, failure, ctx)
+    return failure.answer, True
+
+
+def _runs_and_marks(db: Session, report: FailureReport) -> tuple[dict[str, RunRow], list[MarkRow]]:
+    """The session's runs by id, and every mark the report may settle or be held by."""
+    runs = {run.run_id: run for run in repo.list_runs(db, report.root_id)}
+    marks = queries.marks_a_report_concerns(
+        db, report.root_id, report.run_id, report.attempt, OPEN_STATES
     )
-    session.updated_at = ctx.now
+    return runs, marks
+
+
+def _append_reported(db: Session, read: ReadReport, failure: FailureRow, ctx: Context) -> None:
+    """The report's entry in the session's timeline."""
+    report = read.report
     repo.append_timeline(
         db,
         report.root_id,
@@ -182,7 +187,51 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
             "warnings": [f"{warning.field}: {warning.code}" for warning in read.warnings],
         },
     )
-    return failure.answer, True
+
+
+def _move_session(
+    db: Session,
+    session: SessionRow,
+    runs: dict[str, RunRow],
+    current: FailurePoint | None,
+    ctx: Context,
+) -> None:
+    """The session's one UPDATE: its host was seen, its state follows its runs, and `current`
+    (when given) is its current failure from now on."""
+    changes: dict[str, Any] = {
+        "host_seen_at": repo.host_seen_at(session, ctx.now),
+        "state": session_state(
+            session.cancelled_at is not None, [run.status for run in runs.values()]
+        ),
+        "updated_at": ctx.now,
+    }
+    if current is not None:
+        changes |= {"current_run_id": current.run_id, "current_attempt": current.attempt}
+    repo.update_now(db, session, changes)
+
+
+def _locked_or_new_session(db: Session, root_id: str, ctx: Context) -> tuple[SessionRow, bool]:
+    """The report's session, locked; created on first sight (410 while a tombstone is kept)."""
+    session = repo.lock_session(db, root_id)
+    if session is not None:
+        return session, False
+    refuse_if_deleted(db, root_id, ctx)
+    return repo.ensure_session(db, root_id, ctx.now)
+
+
+def _earlier_answer(db: Session, read: ReadReport) -> JSON | None:
+    """The answer stored for the same report sent before; 409 when that attempt was reported
+    with another body; None when it was never reported."""
+    report = read.report
+    stored = repo.stored_answer(db, report.root_id, report.run_id, report.attempt)
+    if stored is None:
+        return None
+    if stored[0] != read.fingerprint:
+        raise DomainError(
+            "attempt_already_reported",
+            f"attempt {report.attempt} of run {report.run_id!r} was reported with another body",
+        )
+    return stored[1]
 
 
 def _failure_row(read: ReadReport, ctx: Context) -> FailureRow:
@@ -255,12 +304,30 @@ def _parse_input(message: str, events: list[Any] | None) -> str:
     return "\n".join([*lines, message])
 
 
-def _current_point(db: Session, session: SessionRow) -> FailurePoint | None:
+def _becomes_current(db: Session, session: SessionRow, point: FailurePoint) -> bool:
+    """Whether the failure at `point` is the session's current one from now on: the session
+    has none yet, or `point` is newer than it."""
     if session.current_run_id is None or session.current_attempt is None:
+        return True
+    newer = _newer_than_stored(
+        db, point, session.root_id, session.current_run_id, session.current_attempt
+    )
+    return newer is None or newer  # a current failure that was never stored counts for none
+
+
+def _newer_than_stored(
+    db: Session, point: FailurePoint, root_id: str, run_id: str, attempt: int
+) -> bool | None:
+    """Whether `point` is newer than the stored failure (run_id, attempt); None when that one
+    was never stored. Within one run attempts are ordered by their number alone (see
+    `is_newer`), so the stored failure's observed_at is read only for another run's."""
+    if run_id == point.run_id:
+        # The session's current failure and a mark's failure are always stored ones.
+        return point.attempt > attempt
+    observed_at = repo.failure_observed_at(db, root_id, run_id, attempt)
+    if observed_at is None:
         return None
-    run_id, attempt = session.current_run_id, session.current_attempt
-    observed_at = repo.failure_observed_at(db, session.root_id, run_id, attempt)
-    return FailurePoint(run_id, attempt, observed_at) if observed_at is not None else None
+    return is_newer(point, FailurePoint(run_id, attempt, observed_at))
 
 
 def _clear_overtaken_mark(
@@ -270,17 +337,16 @@ def _clear_overtaken_mark(
     live = next((mark for mark in open_marks if mark.state in ("armed", "claimed")), None)
     if live is None:
         return
-    marked_at = repo.failure_observed_at(db, live.root_id, live.run_id, live.attempt)
-    if marked_at is not None and is_newer(
-        point, FailurePoint(live.run_id, live.attempt, marked_at)
-    ):
+    if _newer_than_stored(db, point, live.root_id, live.run_id, live.attempt):
         clear_live_mark(db, live.root_id, "new_failure", ctx, live=live)
 
 
 def _move_run_and_attempt(
     db: Session, runs: dict[str, RunRow], read: ReadReport, ctx: Context
 ) -> RunRow:
-    """The run pauses at the reported attempt (unless a later one is known); the attempt failed."""
+    """The run pauses at the reported attempt (unless a later one is known); the attempt failed.
+
+    A new run and the attempt are written at once, in this order: the failure refers to them."""
     report = read.report
     run = runs.get(report.run_id)
     if run is None:
@@ -293,11 +359,10 @@ def _move_run_and_attempt(
             updated_at=ctx.now,
         )
         runs[report.run_id] = run
-        repo.add(db, run)
+        repo.insert_now(db, run)
     elif report.attempt >= run.current_attempt:
-        run.current_attempt, run.status, run.updated_at = report.attempt, "paused", ctx.now
-    # No ORM relationships order the writes: the run is written before its attempt.
-    db.flush()
+        changes = {"current_attempt": report.attempt, "status": "paused", "updated_at": ctx.now}
+        repo.update_now(db, run, changes)
     repo.mark_attempt_failed(db, report.root_id, report.run_id, report.attempt, ctx.now)
     return run
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import String, cast, exists, func, literal, or_, select, tuple_, update
+from sqlalchemy import String, bindparam, cast, exists, func, literal, or_, select, tuple_, update
 from sqlmodel import Session, col
 
 from app.models import LIVE_STATES, MarkRow
@@ -14,18 +14,40 @@ from app.models import LIVE_STATES, MarkRow
 _RETURN = {"synchronize_session": False, "populate_existing": True}
 
 
+# The auto-resume route's statements are built once: building one costs more than running it
+# on SQLite, and a built one finds its compiled form in the cache at once.
+_LIVE_MARK = select(MarkRow).where(
+    col(MarkRow.root_id) == bindparam("root_id"), col(MarkRow.state).in_(LIVE_STATES)
+)
+_LATEST_MARK = (
+    select(MarkRow)
+    .where(col(MarkRow.root_id) == bindparam("root_id"))
+    .order_by(col(MarkRow.id).desc())
+    .limit(1)
+)
+_ATTEMPT_RESUMED_BEFORE = select(
+    exists().where(
+        col(MarkRow.root_id) == bindparam("root_id"),
+        col(MarkRow.run_id) == bindparam("run_id"),
+        col(MarkRow.attempt) == bindparam("attempt"),
+        col(MarkRow.state).not_in(LIVE_STATES),
+        or_(
+            col(MarkRow.clear_reason).is_(None),
+            col(MarkRow.clear_reason).not_in(bindparam("rearmable", expanding=True)),
+        ),
+    )
+)
+_REFRESH = {"populate_existing": True}
+
+
 def live_mark(db: Session, root_id: str) -> MarkRow | None:
     """The session's armed, claimed or sending mark (there is at most one)."""
-    stmt = select(MarkRow).where(
-        col(MarkRow.root_id) == root_id, col(MarkRow.state).in_(LIVE_STATES)
-    )
-    return db.scalars(stmt, execution_options={"populate_existing": True}).first()
+    return db.scalars(_LIVE_MARK, {"root_id": root_id}, execution_options=_REFRESH).first()
 
 
 def latest_mark(db: Session, root_id: str) -> MarkRow | None:
     """The session's most recent mark, live or ended."""
-    stmt = select(MarkRow).where(col(MarkRow.root_id) == root_id).order_by(col(MarkRow.id).desc())
-    return db.scalars(stmt.limit(1), execution_options={"populate_existing": True}).first()
+    return db.scalars(_LATEST_MARK, {"root_id": root_id}, execution_options=_REFRESH).first()
 
 
 def list_marks(db: Session, root_id: str) -> list[MarkRow]:
@@ -38,22 +60,8 @@ def attempt_resumed_before(
     db: Session, root_id: str, run_id: str, attempt: int, rearmable: Sequence[str]
 ) -> bool:
     """Whether a mark of this attempt ended other than by a clear reason in `rearmable`."""
-    stmt = select(
-        exists().where(
-            col(MarkRow.root_id) == root_id,
-            col(MarkRow.run_id) == run_id,
-            col(MarkRow.attempt) == attempt,
-            col(MarkRow.state).not_in(LIVE_STATES),
-            or_(col(MarkRow.clear_reason).is_(None), col(MarkRow.clear_reason).not_in(rearmable)),
-        )
-    )
-    return bool(db.scalar(stmt))
-
-
-def marks_in(db: Session, root_id: str, states: Sequence[str]) -> list[MarkRow]:
-    """The session's marks in `states`."""
-    stmt = select(MarkRow).where(col(MarkRow.root_id) == root_id, col(MarkRow.state).in_(states))
-    return list(db.scalars(stmt, execution_options={"populate_existing": True}))
+    params = {"root_id": root_id, "run_id": run_id, "attempt": attempt, "rearmable": rearmable}
+    return bool(db.scalar(_ATTEMPT_RESUMED_BEFORE, params))
 
 
 def marks_of_run_in(

@@ -6,10 +6,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, exists, func, select
+from sqlalchemy import Table, Update, bindparam, delete, exists, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlmodel import Session, col
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlmodel import Session, SQLModel, col
 
 from app.models import (
     AttemptRow,
@@ -27,39 +28,78 @@ def _dialect(db: Session) -> str:
     return db.get_bind().dialect.name
 
 
-def lock_session(db: Session, root_id: str) -> SessionRow | None:
-    """The session row, locked until the transaction ends (PostgreSQL; SQLite is serialized).
+# The write routes' statements are built once: building a statement costs more than running
+# it on SQLite, and a built one finds its compiled form in the cache at once.
 
-    FOR NO KEY UPDATE: it excludes every other writer of the session, yet lets a sweeper append
-    timeline rows for it (their foreign key takes KEY SHARE on this row). With FOR UPDATE, a
-    request holding the session and waiting for a mark deadlocked with a sweeper holding that
-    mark and appending its timeline entry."""
-    stmt = (
-        select(SessionRow).where(col(SessionRow.root_id) == root_id).with_for_update(key_share=True)
+# FOR NO KEY UPDATE: it excludes every other writer of the session, yet lets a sweeper append
+# timeline rows for it (their foreign key takes KEY SHARE on this row). With FOR UPDATE, a
+# request holding the session and waiting for a mark deadlocked with a sweeper holding that
+# mark and appending its timeline entry.
+_LOCK_SESSION = (
+    select(SessionRow)
+    .where(col(SessionRow.root_id) == bindparam("root_id"))
+    .with_for_update(key_share=True)
+)
+_ONE_FAILURE = (
+    (col(FailureRow.root_id) == bindparam("root_id"))
+    & (col(FailureRow.run_id) == bindparam("run_id"))
+    & (col(FailureRow.attempt) == bindparam("attempt"))
+)
+_FAILURE_OBSERVED_AT = select(col(FailureRow.observed_at)).where(_ONE_FAILURE)
+_STORED_ANSWER = select(col(FailureRow.body_hash), col(FailureRow.answer)).where(_ONE_FAILURE)
+_RUNS_OF_SESSION = (
+    select(RunRow)
+    .where(col(RunRow.root_id) == bindparam("root_id"))
+    .order_by(col(RunRow.created_at))
+)
+_APPEND_TIMELINE = insert(TimelineRow.__table__)  # type: ignore[attr-defined]
+
+
+def lock_session(db: Session, root_id: str) -> SessionRow | None:
+    """The session row, locked until the transaction ends (PostgreSQL; SQLite is serialized)."""
+    found = db.scalars(
+        _LOCK_SESSION, {"root_id": root_id}, execution_options={"populate_existing": True}
     )
-    return db.scalars(stmt, execution_options={"populate_existing": True}).first()
+    return found.first()
+
+
+def _create_session_stmt(dialect: str) -> Any:
+    insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
+    return (
+        insert_fn(SessionRow)
+        .on_conflict_do_nothing(index_elements=["root_id"])
+        .returning(SessionRow)
+    )
+
+
+_CREATE_SESSION = {dialect: _create_session_stmt(dialect) for dialect in ("postgresql", "sqlite")}
 
 
 def ensure_session(db: Session, root_id: str, now: datetime) -> tuple[SessionRow, bool]:
-    """The locked session row, created on first sight; and whether it was created now."""
-    values = {
-        "root_id": root_id,
-        "state": "running",
-        "created_at": now,
-        "updated_at": now,
-    }
-    insert_fn = pg_insert if _dialect(db) == "postgresql" else sqlite_insert
-    stmt = insert_fn(SessionRow).values(values).on_conflict_do_nothing(index_elements=["root_id"])
-    created = db.execute(stmt).rowcount == 1  # type: ignore[attr-defined]
+    """The locked session row, created on first sight; and whether it was created now.
+
+    The row this transaction inserts is its own until the commit, so it is returned by the
+    insert itself; only when another writer created it first is it read (and locked)."""
+    values = {"root_id": root_id, "state": "running", "created_at": now, "updated_at": now}
+    created = db.scalars(
+        _CREATE_SESSION[_dialect(db)], values, execution_options={"populate_existing": True}
+    ).first()
+    if created is not None:
+        return created, True
     row = lock_session(db, root_id)
     assert row is not None  # inserted or already there, and rows are only deleted under lock
-    return row, created
+    return row, False
 
 
 def note_host_seen(session: SessionRow, now: datetime) -> None:
     """The session's host sent something for it at `now` (it only ever moves later)."""
-    if session.host_seen_at is None or session.host_seen_at < now:
-        session.host_seen_at = now
+    session.host_seen_at = host_seen_at(session, now)
+
+
+def host_seen_at(session: SessionRow, now: datetime) -> datetime:
+    """The session's host_seen_at once its host is seen at `now`: it only ever moves later."""
+    seen = session.host_seen_at
+    return now if seen is None or seen < now else seen
 
 
 def get_session(db: Session, root_id: str) -> SessionRow | None:
@@ -71,8 +111,7 @@ def get_run(db: Session, root_id: str, run_id: str) -> RunRow | None:
 
 
 def list_runs(db: Session, root_id: str) -> list[RunRow]:
-    stmt = select(RunRow).where(col(RunRow.root_id) == root_id).order_by(col(RunRow.created_at))
-    return list(db.scalars(stmt))
+    return list(db.scalars(_RUNS_OF_SESSION, {"root_id": root_id}))
 
 
 def get_attempt(db: Session, root_id: str, run_id: str, attempt: int) -> AttemptRow | None:
@@ -93,42 +132,50 @@ def get_failure(db: Session, root_id: str, run_id: str, attempt: int) -> Failure
 
 
 def failure_observed_at(db: Session, root_id: str, run_id: str, attempt: int) -> datetime | None:
-    """When a stored failure was observed (without loading its text)."""
-    stmt = select(col(FailureRow.observed_at)).where(
-        col(FailureRow.root_id) == root_id,
-        col(FailureRow.run_id) == run_id,
-        col(FailureRow.attempt) == attempt,
-    )
-    observed: datetime | None = db.scalar(stmt)
+    """When a stored failure was observed (without loading its text).
+
+    Failures are written with `insert_now`, never left pending in the session, so this reads
+    through the connection without flushing the session first."""
+    params = {"root_id": root_id, "run_id": run_id, "attempt": attempt}
+    observed: datetime | None = db.connection().scalar(_FAILURE_OBSERVED_AT, params)
     return observed
 
 
 def stored_answer(
     db: Session, root_id: str, run_id: str, attempt: int
 ) -> tuple[str, dict[str, Any]] | None:
-    """A stored failure's body fingerprint and the answer it got, if it was reported."""
-    stmt = select(col(FailureRow.body_hash), col(FailureRow.answer)).where(
-        col(FailureRow.root_id) == root_id,
-        col(FailureRow.run_id) == run_id,
-        col(FailureRow.attempt) == attempt,
-    )
-    row = db.execute(stmt).first()
+    """A stored failure's body fingerprint and the answer it got, if it was reported (read as
+    `failure_observed_at` is)."""
+    params = {"root_id": root_id, "run_id": run_id, "attempt": attempt}
+    row = db.connection().execute(_STORED_ANSWER, params).first()
     return (row[0], row[1]) if row is not None else None
+
+
+def _attempt_failed_stmt(dialect: str) -> Any:
+    insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
+    stmt = insert_fn(AttemptRow.__table__)  # type: ignore[attr-defined]
+    return stmt.on_conflict_do_update(
+        index_elements=["root_id", "run_id", "attempt"],
+        set_={"status": stmt.excluded.status, "failed_at": stmt.excluded.failed_at},
+    )
+
+
+_ATTEMPT_FAILED = {dialect: _attempt_failed_stmt(dialect) for dialect in ("postgresql", "sqlite")}
 
 
 def mark_attempt_failed(
     db: Session, root_id: str, run_id: str, attempt: int, now: datetime
 ) -> None:
-    """The attempt failed: insert it, or set an existing one's status (one statement)."""
-    insert_fn = pg_insert if _dialect(db) == "postgresql" else sqlite_insert
-    stmt = insert_fn(AttemptRow).values(
-        root_id=root_id, run_id=run_id, attempt=attempt, status="failed", failed_at=now
-    )
-    stmt = stmt.on_conflict_do_update(
-        index_elements=["root_id", "run_id", "attempt"],
-        set_={"status": "failed", "failed_at": now},
-    )
-    db.execute(stmt)
+    """The attempt failed: insert it, or set an existing one's status (one statement, run at
+    once: the attempt's failure row refers to it)."""
+    values = {
+        "root_id": root_id,
+        "run_id": run_id,
+        "attempt": attempt,
+        "status": "failed",
+        "failed_at": now,
+    }
+    db.connection().execute(_ATTEMPT_FAILED[_dialect(db)], values)
 
 
 def list_failures(db: Session, root_id: str) -> list[FailureRow]:
@@ -145,6 +192,43 @@ def add(db: Session, row: Any) -> None:
     db.add(row)
 
 
+def insert_now(db: Session, row: SQLModel) -> None:
+    """Write a new row at once, in one plain INSERT, without adding it to the session.
+
+    For rows that the transaction does not change afterwards: the unit of work costs more than
+    the statement, and rows that refer to one another are written in the order of the calls
+    (a run before its attempt, the attempt before its failure). `row` stays as built (its
+    table must not rely on a generated key)."""
+    table = row.__table__  # type: ignore[attr-defined]
+    values = {column.name: getattr(row, column.key) for column in table.columns}
+    db.connection().execute(insert(table), values)
+
+
+def update_now(db: Session, row: SQLModel, values: dict[str, Any]) -> None:
+    """Set `values` (column names) on a row read in this transaction, in one plain UPDATE at
+    once, and on `row` as if it had been read so.
+
+    For the failure route's session and run, as `insert_now` is for its new rows. `row` must
+    have no other unsaved change: the unit of work is left nothing to write."""
+    table: Table = row.__table__  # type: ignore[attr-defined]
+    keys = {f"key_{column.name}": getattr(row, column.key) for column in table.primary_key}
+    db.connection().execute(_update_by_key(table), keys | values)
+    for name, value in values.items():
+        set_committed_value(row, name, value)
+
+
+_UPDATES_BY_KEY: dict[Table, Update] = {}
+
+
+def _update_by_key(table: Table) -> Update:
+    """UPDATE `table` WHERE its key is :key_<column>; the SET clause follows the parameters."""
+    stmt = _UPDATES_BY_KEY.get(table)
+    if stmt is None:
+        where = [column == bindparam(f"key_{column.name}") for column in table.primary_key]
+        stmt = _UPDATES_BY_KEY[table] = update(table).where(*where)
+    return stmt
+
+
 def append_timeline(
     db: Session,
     root_id: str,
@@ -157,19 +241,22 @@ def append_timeline(
     mark_id: int | None = None,
     detail: dict[str, Any] | None = None,
 ) -> None:
-    """Append one entry to the session's timeline, in the caller's transaction."""
-    db.add(
-        TimelineRow(
-            root_id=root_id,
-            at=now,
-            event=event,
-            actor=actor,
-            run_id=run_id,
-            attempt=attempt,
-            mark_id=mark_id,
-            detail=detail or {},
-        )
-    )
+    """Append one entry to the session's timeline, in the caller's transaction.
+
+    Written at once in a plain INSERT (nothing reads an entry back while writing): every
+    write route appends one, and the unit of work would cost more than the statement. The
+    session row must be in the database already, as it is once locked or created."""
+    values = {
+        "root_id": root_id,
+        "at": now,
+        "event": event,
+        "actor": actor,
+        "run_id": run_id,
+        "attempt": attempt,
+        "mark_id": mark_id,
+        "detail": detail or {},
+    }
+    db.connection().execute(_APPEND_TIMELINE, values)
 
 
 def append_mark_event(
@@ -287,7 +374,10 @@ def record_heartbeat(
         row.pid = pid
 
 
+_LATEST_HEARTBEAT = select(func.max(col(SweeperHeartbeatRow.seen_at)))
+
+
 def latest_heartbeat(db: Session) -> datetime | None:
     """When any sweeper was last seen."""
-    latest: datetime | None = db.scalar(select(func.max(col(SweeperHeartbeatRow.seen_at))))
+    latest: datetime | None = db.scalar(_LATEST_HEARTBEAT)
     return latest

@@ -8,6 +8,7 @@ a timeline entry saying why. A limit reported within 10 minutes of a resume also
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -15,7 +16,7 @@ from sqlmodel import Session
 
 from app.domain.context import Context, iso
 from app.domain.rules import due_at_for
-from app.models import FailureRow
+from app.models import FailureRow, MarkRow
 from app.repository import sessions as repo
 from app.sweeper import queries
 
@@ -32,14 +33,23 @@ class HoldResult:
 
 
 def hold_after_resume(
-    db: Session, failure: FailureRow, ctx: Context, *, window_s: float
+    db: Session,
+    failure: FailureRow,
+    session_marks: Sequence[MarkRow],
+    ctx: Context,
+    *,
+    window_s: float,
 ) -> HoldResult:
     """If `failure` is a provider limit reported by an attempt that rewake resumed less than
-    `window_s` earlier, move the account's other armed and claimed marks to its new reset."""
+    `window_s` earlier, move the account's other armed and claimed marks to its new reset.
+
+    `session_marks` holds at least the run's marks whose resume was sent for attempts before
+    the failure's (`queries.marks_a_report_concerns` reads them with the marks the report may
+    settle): without such a mark nothing was resumed, and nothing more is read."""
     if failure.failure_kind != "provider_quota" or failure.reset_at is None:
         return HoldResult()
-    sent = queries.sent_marks_of_run(db, failure.root_id, failure.run_id, failure.attempt)
-    resumed = next((mark for mark in sent if mark.sent_at is not None), None)
+    sent = queries.sent_marks_of_run(session_marks, failure.run_id, failure.attempt)
+    resumed = sent[0] if sent else None
     if resumed is None or resumed.sent_at is None:
         return HoldResult()
     since_resume = failure.observed_at - resumed.sent_at

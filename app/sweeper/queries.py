@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import func, select, text, update
+from sqlalchemy import bindparam, func, select, text, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col
@@ -187,20 +187,48 @@ def move_due_later(db: Session, mark_id: int, due_at: datetime, now: datetime) -
 RESUMED_STATES = ("sending", "done", "uncertain")
 
 
-def sent_marks_of_run(db: Session, root_id: str, run_id: str, below_attempt: int) -> list[MarkRow]:
-    """The run's marks for earlier attempts whose resume was sent, latest send first."""
-    stmt = (
-        select(MarkRow)
-        .where(
-            col(MarkRow.root_id) == root_id,
-            col(MarkRow.run_id) == run_id,
-            col(MarkRow.attempt) < below_attempt,
-            col(MarkRow.state).in_(RESUMED_STATES),
-            col(MarkRow.sent_at).is_not(None),
-        )
-        .order_by(col(MarkRow.sent_at).desc())
-    )
-    return list(db.scalars(stmt, execution_options={"populate_existing": True}))
+def marks_a_report_concerns(
+    db: Session, root_id: str, run_id: str, attempt: int, open_states: Sequence[str]
+) -> list[MarkRow]:
+    """In one query, every mark a report of `attempt` of the run may change or be held by: the
+    session's marks in `open_states`, and the run's marks for earlier attempts whose resume
+    was sent (`sent_marks_of_run` picks those out)."""
+    params = {
+        "root_id": root_id,
+        "run_id": run_id,
+        "attempt": attempt,
+        "open_states": list(open_states),
+    }
+    found = db.scalars(_MARKS_A_REPORT_CONCERNS, params, execution_options=_REFRESH)
+    return list(found)
+
+
+_REFRESH = {"populate_existing": True}
+_MARKS_A_REPORT_CONCERNS = select(MarkRow).where(
+    col(MarkRow.root_id) == bindparam("root_id"),
+    col(MarkRow.state).in_(bindparam("open_states", expanding=True))
+    | (
+        (col(MarkRow.run_id) == bindparam("run_id"))
+        & (col(MarkRow.attempt) < bindparam("attempt"))
+        & col(MarkRow.state).in_(RESUMED_STATES)
+        & col(MarkRow.sent_at).is_not(None)
+    ),
+)
+
+
+def sent_marks_of_run(marks: Sequence[MarkRow], run_id: str, below_attempt: int) -> list[MarkRow]:
+    """Of `marks`, the run's for attempts before `below_attempt` whose resume was sent, latest
+    send first (their states as last read or changed in this transaction)."""
+    sent = [
+        (mark.sent_at, mark)
+        for mark in marks
+        if mark.run_id == run_id
+        and mark.attempt < below_attempt
+        and mark.state in RESUMED_STATES
+        and mark.sent_at is not None
+    ]
+    sent.sort(key=lambda pair: pair[0], reverse=True)
+    return [mark for _, mark in sent]
 
 
 def cli_session_ids(db: Session, marks: Sequence[MarkRow]) -> dict[tuple[str, str, int], str]:
