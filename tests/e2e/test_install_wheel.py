@@ -12,8 +12,10 @@ import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from alembic.script import ScriptDirectory
+from sweeper_support import free_port, wait_until
 
 import alembic
 from app import migrations
@@ -84,6 +86,34 @@ def test_installed_wheel_migrates_an_empty_database(installed: Path, tmp_path: P
         [(revision,)] = connection.execute("SELECT version_num FROM alembic_version")
     assert tables >= TABLES
     assert revision == ScriptDirectory.from_config(migrations.alembic_config()).get_current_head()
+
+
+def test_installed_wheel_serves_the_web_page(installed: Path, tmp_path: Path) -> None:
+    """A wheel install carries the page's templates and static files: `rewake serve` from it
+    renders / and serves its stylesheet and script."""
+    port = free_port()
+    server = subprocess.Popen(
+        [str(installed / "bin" / "rewake"), "serve", "--port", str(port), "--no-sweeper"],
+        cwd=tmp_path, env=rewake_env(tmp_path / "rewake.db"),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+
+        def up() -> bool:
+            try:
+                return httpx.get(f"{base}/healthz", timeout=1).status_code == 200
+            except httpx.HTTPError:
+                return False
+
+        assert wait_until(up, 60), f"rewake serve exited {server.poll()}"
+        page = httpx.get(f"{base}/", timeout=10)
+        assert page.status_code == 200 and "<h1" in page.text and "Sessions" in page.text
+        for asset in ("rewake.css", "rewake.js"):
+            assert httpx.get(f"{base}/static/{asset}", timeout=10).status_code == 200, asset
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 def test_install_without_scripts_refuses_to_serve(installed: Path, tmp_path: Path) -> None:
