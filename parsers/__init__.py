@@ -16,16 +16,27 @@ the years 1971-9000, or an unknown `provider`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Literal
 
 from parsers import claude, codex, gemini, structured
 from parsers.decide import decide
 from parsers.findings import Context, Finding, failure
-from parsers.grammar import GateIndex
+from parsers.grammar import Gated, GateIndex
 from parsers.quoting import is_quoted
 from parsers.text import Text, normalize
-from parsers.verdict import PROVIDERS, REFUSAL_CODES, Evidence, Provider, Refusal, Verdict
+from parsers.verdict import (
+    PROVIDERS,
+    REFUSAL_CODES,
+    Evidence,
+    Provider,
+    Refusal,
+    Verdict,
+    new_evidence,
+    new_verdict,
+)
 
 __all__ = ["PROVIDERS", "REFUSAL_CODES", "Evidence", "Refusal", "Verdict", "parse"]
 
@@ -33,7 +44,13 @@ __all__ = ["PROVIDERS", "REFUSAL_CODES", "Evidence", "Refusal", "Verdict", "pars
 _EARLIEST_OBSERVED = datetime(1971, 1, 1, tzinfo=UTC)
 _LATEST_OBSERVED = datetime(9000, 1, 1, tzinfo=UTC)
 
-_SCANNERS = {"claude": claude.scan, "codex": codex.scan, "gemini": gemini.scan}
+_Scanner = Callable[[Text, Context, AbstractSet[Gated] | None], list[Finding]]
+_SCANNERS: dict[str, _Scanner] = {"claude": claude.scan, "codex": codex.scan, "gemini": gemini.scan}
+#: The scanners to run for a given provider argument (None: all of them).
+_SCANNERS_FOR: dict[str | None, tuple[_Scanner, ...]] = {
+    None: tuple(_SCANNERS.values()),
+    **{name: (scan,) for name, scan in _SCANNERS.items()},
+}
 # Which gated patterns a text opens is found once, for every scanner that reads it.
 _ALL_GATES = GateIndex((*claude.GATES, *codex.GATES, *gemini.GATES))
 _GATES: dict[str, GateIndex] = {
@@ -92,7 +109,7 @@ def parse(
         raise ValueError(f"unknown provider {provider!r}; expected one of {PROVIDERS}")
     if not isinstance(text, str):
         raise TypeError("text must be a str")
-    ctx = Context(observed_at=observed_utc, zone=zone)
+    ctx = Context(observed_utc, zone)
     source = normalize(text)
     found = _scan(source, ctx, provider)
     # Counting the marks is three passes over the text: done at most once, and only when needed.
@@ -113,31 +130,40 @@ def parse(
     refusal = decision.refusal or chosen.refusal
     reset = None if decision.refusal else chosen.reset
     if chosen.role in ("warning", "went_on"):
-        return Verdict(kind="none", provider=verdict_provider, evidence=evidence)
+        return new_verdict(
+            "none", verdict_provider, None, None, None, None, None, None, False, None, evidence
+        )
     if chosen.kind != "provider_quota":
         refusal = None
-    return Verdict(
-        kind=chosen.kind,
-        provider=verdict_provider,
-        reset_at=reset.at if reset else None,
-        resolution_s=reset.resolution_s if reset else None,
-        form=reset.form if reset else None,
-        refusal=refusal,
-        scope=chosen.scope,
-        retry_after_s=chosen.retry_after_s,
-        native_auto_continue=chosen.native_auto_continue and reset is not None,
-        login_command=chosen.login_command if chosen.kind == "login_required" else None,
-        evidence=evidence,
+    return new_verdict(
+        chosen.kind,
+        verdict_provider,
+        reset.at if reset else None,
+        reset.resolution_s if reset else None,
+        reset.form if reset else None,
+        refusal,
+        chosen.scope,
+        chosen.retry_after_s,
+        chosen.native_auto_continue and reset is not None,
+        chosen.login_command if chosen.kind == "login_required" else None,
+        evidence,
     )
 
 
 def _scan(source: Text, ctx: Context, provider: str | None) -> list[Finding]:
     """Findings from JSON lines first, then from the text with those lines hidden."""
-    read = structured.read(source.norm, ctx)
+    norm = source.norm
+    scanners = _SCANNERS_FOR[provider]
+    gates = _GATES[provider] if provider else _ALL_GATES
+    # Most texts hold no JSON line: they skip decoding, the hidden copy and the inner messages.
+    if not structured.may_hold_json(norm):
+        found: list[Finding] = []
+        _scan_text(source, ctx, scanners, gates.open(norm), found)
+        return found
+    read = structured.read(norm, ctx)
     found = [f for f in read.findings if provider is None or f.provider in (None, provider)]
-    scanners = [_SCANNERS[provider]] if provider else list(_SCANNERS.values())
     if read.spans:
-        hidden = list(source.norm)
+        hidden = list(norm)
         for start, end in read.spans:
             hidden[start:end] = " " * (end - start)
         text_view = Text(
@@ -148,27 +174,18 @@ def _scan(source: Text, ctx: Context, provider: str | None) -> list[Finding]:
         )
     else:
         text_view = source
-    gates = _GATES[provider] if provider else _ALL_GATES
-    opened = gates.open(text_view.norm)
-    for scan in scanners:
-        for finding in scan(text_view, ctx, opened):
-            if finding.role != "stop" or not is_quoted(text_view, finding.start, finding.end):
-                found.append(finding)
+    _scan_text(text_view, ctx, scanners, gates.open(text_view.norm), found)
     for message in read.messages:
         if provider is not None and message.provider not in (None, provider):
             continue
         inner = normalize(message.text)
-        inner_scanners = (
-            [_SCANNERS[provider]]
-            if provider
-            else [_SCANNERS[message.provider]]
-            if message.provider
-            else scanners
-        )
+        # One needle pass for all the scanners that read the message, as for the text.
+        reader = provider or message.provider
+        inner_opened = (_GATES[reader] if reader else _ALL_GATES).open(inner.norm)
         placed = [
             _place(source, message, inner, finding)
-            for scan in inner_scanners
-            for finding in scan(inner, ctx)
+            for scan in _SCANNERS_FOR[reader]
+            for finding in scan(inner, ctx, inner_opened)
         ]
         if message.failed_result and not any(
             f.role in ("stop", "failure", "countdown") for f in placed
@@ -180,6 +197,20 @@ def _scan(source: Text, ctx: Context, provider: str | None) -> list[Finding]:
             )  # fmt: skip
         found.extend(placed)
     return found
+
+
+def _scan_text(
+    text: Text,
+    ctx: Context,
+    scanners: tuple[_Scanner, ...],
+    opened: set[Gated],
+    found: list[Finding],
+) -> None:
+    """Append the text scanners' findings; a banner inside quotes is someone quoting it."""
+    for scan in scanners:
+        for finding in scan(text, ctx, opened):
+            if finding.role != "stop" or not is_quoted(text, finding.start, finding.end):
+                found.append(finding)
 
 
 def _place(source: Text, message: structured.Message, inner: Text, finding: Finding) -> Finding:
@@ -210,10 +241,10 @@ def _evidence(source: Text, finding: Finding, episode_start: int | None) -> Evid
     elif finding.role == "stop" and finding.reset is not None:
         start, end = source.original_span(finding.start, finding.end)
     else:
-        line_start = max(source.line_start(first), first - _EVIDENCE_REACH)
-        line_end = min(source.line_end(finding.end), finding.end + _EVIDENCE_REACH)
+        line_start = source.line_start_within(first, _EVIDENCE_REACH)
+        line_end = source.line_end_within(finding.end, _EVIDENCE_REACH)
         start, end = source.original_span(line_start, max(line_end, finding.end))
-    return Evidence(text=source.original[start:end], start=start, end=end)
+    return new_evidence(source.original[start:end], start, end)
 
 
 def _detect(norm: str) -> Provider | None:

@@ -164,9 +164,9 @@ def _reset_clause(
     hour = minute = None
     meridiem = None
     if time:
-        hour = int(time.group("hour"))
-        minute = int(time.group("minute") or 0)
-        meridiem = time.group("meridiem")
+        hour_digits, minute_digits, meridiem = time.group("hour", "minute", "meridiem")
+        hour = int(hour_digits)
+        minute = int(minute_digits or 0)
         cursor = time.end()
     if not date and not time:
         return cursor, Refusal("unparseable", "a reset is announced but its time cannot be read")
@@ -175,15 +175,9 @@ def _reset_clause(
     if zone and _looks_like_zone(zone.group("zone")):
         iana = zone.group("zone")
         cursor = zone.end()
+    # Positional: nine keywords cost more to bind than nine positions, on every banner read.
     printed = clock.Printed(
-        hour=hour,
-        minute=minute or 0,
-        meridiem=meridiem,
-        month=month,
-        day=day,
-        year=year,
-        iana=iana,
-        as_printed=norm[lead.end() : cursor],
+        hour, minute or 0, meridiem, month, day, year, iana, None, norm[lead.end() : cursor]
     )
     return cursor, clock.resolve(printed, ctx, PROVIDER, scope)
 
@@ -260,7 +254,9 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
         )
         found.append(findings.stop(PROVIDER, match.start(), match.end(), resolved))
     for match in _STOP.pattern.finditer(norm) if _STOP in opened else ():
-        if any_within(epoch_starts, match.start() - _EPOCH_HEAD_REACH, match.start()):
+        if epoch_starts and any_within(
+            epoch_starts, match.start() - _EPOCH_HEAD_REACH, match.start()
+        ):
             continue
         scope = _scope(match)
         clause = _reset_clause(norm, match.end(), ctx, scope)

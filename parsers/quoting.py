@@ -30,7 +30,7 @@ def is_quoted(text: Text, start: int, end: int) -> bool:
     # the line need not be found.
     if start == 0 or (norm[start - 1] not in _OPENING_QUOTES and not norm[start - 1].isspace()):
         return False
-    line_start = max(text.line_start(start), start - _REACH)
+    line_start = text.line_start_within(start, _REACH)
     before = norm[line_start:start].rstrip()
     if not before or before[-1] not in _OPENING_QUOTES:
         return False
@@ -38,7 +38,7 @@ def is_quoted(text: Text, start: int, end: int) -> bool:
     ahead_of_quote = before[:-1].rstrip().removesuffix("\\").rstrip()
     if ahead_of_quote and ahead_of_quote[-1] in _JSON_CONTEXT:
         return False
-    rest = norm[end : min(text.line_end(end), end + _REACH)]
+    rest = norm[end : text.line_end_within(end, _REACH)]
     close = next((i for i, char in enumerate(rest) if char in _CLOSING_QUOTES), -1)
     if close < 0:
         return False

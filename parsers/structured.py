@@ -67,8 +67,13 @@ class Structured:
     spans: list[tuple[int, int]]
 
 
+def may_hold_json(norm: str) -> bool:
+    """Whether some line starts with "{", as every line _JSON_LINE matches does."""
+    return norm.startswith("{") or "\n{" in norm
+
+
 def json_lines(norm: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
-    if "{" not in norm:
+    if not may_hold_json(norm):
         return
     for match in _JSON_LINE.finditer(norm):
         if match.end() - match.start() > MAX_JSON_LINE:

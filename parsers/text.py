@@ -108,6 +108,10 @@ class Text:
             start += 1
         while end > start and self.norm[end - 1].isspace():
             end -= 1
+        if len(self._runs_norm) == 1:
+            # One kept run (no escape, or escapes only before it): a plain shift, no search.
+            shift = self._runs_orig[0] - self._runs_norm[0]
+            return start + shift, max(start, end) + shift
         original_start = self.original_offset(start)
         original_end = self.original_offset(end - 1) + 1 if end > start else original_start
         return original_start, original_end
@@ -124,11 +128,20 @@ class Text:
         index = bisect_left(newlines, offset)
         return newlines[index] if index < len(newlines) else len(self.norm)
 
+    def line_start_within(self, offset: int, reach: int) -> int:
+        """max(line_start(offset), offset - reach), found by looking back at most `reach`
+        characters: no list of every line break is built for one bounded look."""
+        newline = self.norm.rfind("\n", max(offset - reach - 1, 0), offset)
+        return newline + 1 if newline >= 0 else max(offset - reach, 0)
+
+    def line_end_within(self, offset: int, reach: int) -> int:
+        """min(line_end(offset), offset + reach), looking ahead at most `reach` characters."""
+        newline = self.norm.find("\n", offset, offset + reach)
+        return newline if newline >= 0 else min(offset + reach, len(self.norm))
+
     def around(self, start: int, end: int, reach: int = 240) -> str:
         """norm[start:end] with the rest of its line(s), at most `reach` on either side."""
-        low = max(self.line_start(start), start - reach)
-        high = min(self.line_end(end), end + reach)
-        return self.norm[low:high]
+        return self.norm[self.line_start_within(start, reach) : self.line_end_within(end, reach)]
 
     def _line_breaks(self) -> list[int]:
         if self._newlines is None:
@@ -141,7 +154,7 @@ def normalize(original: str) -> Text:
     from. Replacements are one character for one, so only removed escapes shift offsets."""
     if "\x1b" not in original and "\x9b" not in original:
         # No escapes: one run, offsets equal.
-        return Text(original=original, norm=fold(original), _runs_norm=[0], _runs_orig=[0])
+        return Text(original, fold(original), [0], [0])
     runs_norm: list[int] = []
     runs_orig: list[int] = []
     pieces: list[str] = []
