@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any
 
+from app.domain.instants import parse_instant
 from app.runner import records
 from app.runner.guard import SessionLock
 from app.runner.outcome import Classified, classify, failure_body
@@ -33,7 +34,6 @@ from app.runner.waiting import (
     Fire,
     Settled,
     finish,
-    instant,
     local_clock,
     resume_path,
     wait_for_mark,
@@ -284,7 +284,7 @@ class Runner:
         self._say(f"■ {banner.get('business', 'Stopped')} — {banner.get('detail', '')}")
         reset_at = (answer.get("verdict") or {}).get("reset_at")
         if reset_at and answer.get("failure_kind") == "provider_quota":
-            when = instant(str(reset_at)).astimezone()
+            when = parse_instant(str(reset_at)).astimezone()
             self._say(f"  the limit resets at {when:%Y-%m-%d %H:%M:%S %Z} (local time)")
         if verdict.missing_conversation:
             self._say(
@@ -313,7 +313,7 @@ class Runner:
             self._say(f"  auto-resume not armed: {refused.detail} ({refused.code})")
             return None
         self._say(f"  auto-resume armed by {mark.get('armed_by')}: due at "
-                  f"{local_clock(instant(str(mark['due_at'])))}")  # fmt: skip
+                  f"{local_clock(parse_instant(str(mark['due_at'])))}")  # fmt: skip
         for warning in mark.get("warnings") or []:
             self._say(f"  note: {warning}")
         if self.options.wait:

@@ -143,7 +143,7 @@ def check_store(env: Mapping[str, str], now: datetime) -> StoreCheck:
 def _check_service(url: str, token: str | None, now: datetime) -> StoreCheck:
     import httpx
 
-    from app.runner.store import instant
+    from app.domain.instants import instant
 
     lines = [f"store: the rewake service at {url} (REWAKE_URL)"]
     headers = {"Authorization": f"Bearer {token}"} if token else {}

@@ -64,18 +64,6 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-def instant(value: Any) -> datetime | None:
-    """An instant of the API's JSON (ISO 8601 with an offset or `Z`), or None for anything
-    else: a time without an offset is no instant."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else None
-
-
 def local_actor() -> str:
     """The local user, as `armed_by` records them."""
     try:

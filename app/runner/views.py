@@ -18,7 +18,9 @@ from rich.table import Table
 from rich.text import Text
 
 from app.domain.banners import banner_for, describe_wait, format_local
-from app.runner.store import instant
+from app.domain.instants import instant
+from app.domain.refusal_words import REFUSAL_REASONS
+from app.domain.session_json import current_failure as current_failure
 
 JSON = dict[str, Any]
 DASH = "—"
@@ -27,22 +29,13 @@ LIVE_STATES = ("armed", "claimed", "sending")
 TAIL_LINES = 8
 TAIL_WIDTH = 200
 
-#: Why the store refused to arm, in words (the API's 409 codes).
+#: Why the store refused to arm, in words (the API's 409 codes). Only the terminal's way
+#: around native auto-continue, a flag, is its own; the reasons are shared with the page.
 REFUSALS: dict[str, str] = {
-    "not_paused_on_provider_limit": (
-        "the session's current attempt is not paused on a provider limit (it moved on, "
-        "failed another way, or was halted)"
-    ),
-    "reset_not_stated": "the limit message states no reset time, so there is nothing to wait for",
+    **REFUSAL_REASONS,
     "native_auto_continue": (
-        "Claude Code continues this session by itself when the limit resets; add "
-        "--despite-native to arm anyway"
+        f"{REFUSAL_REASONS['native_auto_continue']}; add --despite-native to arm anyway"
     ),
-    "attempt_already_resumed": (
-        "this attempt's auto-resume already ran or was overtaken; a resume is never repeated"
-    ),
-    "session_cancelled": "the session was cancelled, which is final",
-    "recovery_in_progress": "a resume for this session is being sent right now",
 }
 
 
@@ -163,19 +156,6 @@ def ls_renderable(rows: list[LsRow], width: int) -> RenderableType:
 
 
 # -- rewake show ---------------------------------------------------------------------------
-
-
-def current_failure(session: JSON) -> JSON | None:
-    """The failure of the session's current attempt, if that attempt failed."""
-    current = session.get("current") or {}
-    for run in session.get("runs") or []:
-        if run.get("run_id") != current.get("run_id"):
-            continue
-        for attempt in run.get("attempts") or []:
-            if attempt.get("attempt") == current.get("attempt"):
-                failure = attempt.get("failure")
-                return failure if isinstance(failure, dict) else None
-    return None
 
 
 def banner_line(failure: JSON, now: datetime, zone: tzinfo | None) -> str:

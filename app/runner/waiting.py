@@ -25,6 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
 from app.domain.banners import describe_wait
+from app.domain.instants import parse_instant
 from app.runner.guard import SessionLock
 from app.runner.store import JSON, LocalStore, Store
 
@@ -50,10 +51,6 @@ class Settled:
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def instant(value: str) -> datetime:
-    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 def local_clock(at: datetime) -> str:
@@ -150,7 +147,7 @@ def wait_for_mark(
     polled_at = float("-inf")
     while True:
         now = clock()
-        due = instant(str(mark["due_at"]))
+        due = parse_instant(str(mark["due_at"]))
         if printed_at is None or time.monotonic() - printed_at >= countdown_s:
             printed_at = time.monotonic()
             wait = describe_wait(due, now) if due > now else "now"
@@ -165,7 +162,7 @@ def wait_for_mark(
             state = mark.get("state")
             if state in SETTLED:
                 return Settled(mark)
-            due = instant(str(mark["due_at"]))
+            due = parse_instant(str(mark["due_at"]))
             if state == "armed" and now >= due and fires_itself(store, now):
                 assert isinstance(store, LocalStore)
                 # Lock first, then claim: a manual resume holding the lock means the mark is

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from app.domain import session_json
 from app.domain.context import JSON
 
 #: Characters of CLI text shown on either side of the evidence; scrollback can be megabytes.
@@ -153,14 +154,5 @@ def failure_summary(failure: JSON) -> JSON:
 
 def current_failure(view: JSON) -> JSON | None:
     """The session's current failure (the attempt `current` names), as a list summary has it."""
-    current = view.get("current")
-    if not current:
-        return None
-    for run in view["runs"]:
-        if run["run_id"] != current["run_id"]:
-            continue
-        for attempt in run["attempts"]:
-            failure = attempt.get("failure")
-            if attempt["attempt"] == current["attempt"] and failure is not None:
-                return failure_summary(failure)
-    return None
+    failure = session_json.current_failure(view)
+    return failure_summary(failure) if failure is not None else None

@@ -17,8 +17,9 @@ from starlette.templating import Jinja2Templates
 from app.domain.banners import describe_wait, format_local
 from app.domain.context import iso
 from app.domain.errors import CODES
+from app.domain.instants import parse_instant
 from app.web.gate import COOKIE
-from app.web.views import REFUSAL_WORDS, parse_iso
+from app.web.views import REFUSAL_WORDS
 
 HERE = Path(__file__).parent
 TEMPLATES = Jinja2Templates(directory=HERE / "templates")
@@ -47,14 +48,14 @@ class Times:
         """`<time>` for an instant (an ISO string from the API); an em dash for none."""
         if not instant:
             return Markup("—")
-        shown = format_local(parse_iso(instant), self.zone, self.now)
+        shown = format_local(parse_instant(instant), self.zone, self.now)
         return Markup('<time datetime="{}" data-local>{}</time>').format(instant, shown)
 
     def countdown(self, instant: str | None, past: str = "already passed") -> Markup:
         """A live countdown to `instant`; `past` is what it says once the instant is behind."""
         if not instant:
             return Markup("")
-        wait = describe_wait(parse_iso(instant), self.now)
+        wait = describe_wait(parse_instant(instant), self.now)
         text = past if wait == "already passed" else wait
         return Markup('<span class="countdown" data-until="{}" data-past="{}">{}</span>').format(
             instant, past, text

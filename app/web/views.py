@@ -8,27 +8,22 @@ shows are tested without a browser or a database.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Literal
 
 from app.domain.context import JSON
+from app.domain.instants import parse_instant
+from app.domain.refusal_words import REFUSAL_REASONS, as_sentence
 
 #: Each refusal of `PUT .../auto-resume` (and the other refusals a click may meet) in words.
 #: The page's script shows the same words for a refusal that arrives when a button is clicked.
+#: The arming refusals' reasons are shared with the terminal; the page's way around native
+#: auto-continue is its "Turn on anyway" button, and the other codes only a click meets.
 REFUSAL_WORDS: dict[str, str] = {
-    "not_paused_on_provider_limit": (
-        "Auto-resume is only for a run paused on a provider limit, and this one is not."
+    **{code: as_sentence(reason) for code, reason in REFUSAL_REASONS.items()},
+    "native_auto_continue": as_sentence(
+        f"{REFUSAL_REASONS['native_auto_continue']}; turn auto-resume on anyway only if it does not"
     ),
-    "reset_not_stated": "There is no reset time to resume at.",
-    "native_auto_continue": (
-        "The CLI said it continues by itself when the limit resets; turn auto-resume on "
-        "anyway only if it does not."
-    ),
-    "attempt_already_resumed": (
-        "This attempt was resumed once already; rewake never repeats a resume."
-    ),
-    "session_cancelled": "The session was cancelled; cancel is final.",
-    "recovery_in_progress": "A resume is being sent right now; wait for its outcome.",
     "mark_not_uncertain": "The mark was settled meanwhile; reload to see how.",
     "mark_ambiguous": "Several resumes are uncertain; settle them from the API, naming each.",
     "session_deleted": "The session was deleted.",
@@ -188,8 +183,10 @@ def held_for_account(mark: JSON, resume_delay_s: int) -> str | None:
     reset_at, due_at, armed_at = mark.get("reset_at"), mark.get("due_at"), mark.get("armed_at")
     if not (reset_at and due_at and armed_at):
         return None
-    own = parse_iso(reset_at) + timedelta(seconds=(mark.get("resolution_s") or 0) + resume_delay_s)
-    if parse_iso(due_at) <= max(own, parse_iso(armed_at)):
+    own = parse_instant(reset_at) + timedelta(
+        seconds=(mark.get("resolution_s") or 0) + resume_delay_s
+    )
+    if parse_instant(due_at) <= max(own, parse_instant(armed_at)):
         return None
     account = mark.get("account_key") or "its account"
     return f"held for the account {account}: another session of it hit the limit again"
@@ -250,8 +247,3 @@ def card(summary: JSON, mark: JSON, *, resume_delay_s: int) -> Card:
         action=action_for(str(summary["state"]), mark),
         updated_at=summary.get("updated_at"),
     )
-
-
-def parse_iso(text: str) -> datetime:
-    """An instant as the API writes it (ISO-8601 with a Z)."""
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))

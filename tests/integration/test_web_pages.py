@@ -38,7 +38,10 @@ def test_a_refused_offer_is_a_disabled_button_with_the_reason(
     card = _card(http.get("/", params={"account_key": root_id}, headers=HTML).text, root_id)
     assert "disabled" in re.search(r"<button[^>]*>Turn auto-resume on", card).group(0)  # type: ignore[union-attr]
     assert 'data-code="reset_not_stated"' in card
-    assert "There is no reset time to resume at. rewake says: the reset time was not stated" in card
+    assert (
+        "The limit message states no reset time, so rewake cannot tell when to resume. "
+        "rewake says: the reset time was not stated"
+    ) in card
 
 
 def test_an_armed_mark_offers_turning_it_off_with_its_warnings(

@@ -152,8 +152,8 @@ def test_mark_lines_offer_the_command_or_say_why_not() -> None:
     refused = {"state": None, "offer": {"available": False, "code": "reset_not_stated",
                                         "detail": "not_stated: no reset time"}}  # fmt: skip
     assert views.mark_lines(refused, ROOT, NOW, BERLIN)[1] == (
-        "  not offered: the limit message states no reset time, so there is nothing to wait "
-        "for (not_stated: no reset time)"
+        "  not offered: the limit message states no reset time, so rewake cannot tell when to "
+        "resume (not_stated: no reset time)"
     )
 
 
