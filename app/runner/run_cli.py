@@ -237,7 +237,6 @@ def _resume(args: argparse.Namespace, rest: list[str]) -> int:
     may have run), or the session is cancelled (the last three unless --force)."""
     from app.runner import records
     from app.runner.guard import SessionLock
-    from app.runner.providers import provider_named
 
     name = _session_name(args.resume, "--resume")
     lock = SessionLock(name)
@@ -263,12 +262,8 @@ def _resume(args: argparse.Namespace, rest: list[str]) -> int:
         if refusal is not None:
             print(f"rewake run: resuming {name} anyway (--force): {refusal}", file=sys.stderr)
         store.manual_resume(record.root_id, record.run_id)
-        _refresh_version(record)
-        runner = _runner(store, record, provider_named(record.provider), lock, auto_resume=auto,
-                         wait=True)  # fmt: skip
-        prompt = " ".join(rest) or _manual_prompt()
-        step = runner.resume_step(prompt, fresh_allowed=args.fresh_if_missing)
-        return int(runner.run(step))
+        return _run_resume(store, record, lock, rest, auto=auto, wait=True,
+                           fresh_allowed=args.fresh_if_missing)  # fmt: skip
 
     return _with_store(work)
 
@@ -284,7 +279,6 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
     `sending`; the session is named by REWAKE_ROOT_ID."""
     from app.runner import records
     from app.runner.guard import SessionLock
-    from app.runner.providers import provider_named
 
     root_id = os.environ.get("REWAKE_ROOT_ID")
     if not root_id:
@@ -307,12 +301,21 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
         return EXIT_SUPERSEDED
 
     def work(store: Any) -> int:
-        auto = bool(record.extra.get("auto_resume"))
-        _refresh_version(record)
-        runner = _runner(store, record, provider_named(record.provider), lock, auto_resume=auto,
-                         wait=False)  # fmt: skip
-        prompt = " ".join(rest) or _manual_prompt()
-        step = runner.resume_step(prompt, fresh_allowed=record.fresh_if_missing)
-        return int(runner.run(step))
+        return _run_resume(store, record, lock, rest, auto=bool(record.extra.get("auto_resume")),
+                           wait=False, fresh_allowed=record.fresh_if_missing)  # fmt: skip
 
     return _with_store(work)
+
+
+def _run_resume(
+    store: Any, record: Any, lock: Any, rest: list[str], *, auto: bool, wait: bool,
+    fresh_allowed: bool,
+) -> int:  # fmt: skip
+    """The provider's resume form under supervision, as the next attempt of `record`'s run."""
+    from app.runner.providers import provider_named
+
+    _refresh_version(record)
+    runner = _runner(store, record, provider_named(record.provider), lock, auto_resume=auto,
+                     wait=wait)  # fmt: skip
+    prompt = " ".join(rest) or _manual_prompt()
+    return int(runner.run(runner.resume_step(prompt, fresh_allowed=fresh_allowed)))
