@@ -44,8 +44,9 @@ MANUAL_PROMPT = "Continue the task from where it stopped."
 #: `rewake run`'s exit status after Ctrl-C, as a shell reports SIGINT (128 + the signal).
 EXIT_INTERRUPTED = 130
 #: Store codes that mean the report never reached the store (kept in the outbox), as opposed
-#: to a refusal of the report itself.
-UNREACHABLE = ("service_unreachable", "service_error")
+#: to a refusal of the report itself; store_unavailable is the local database failing (locked
+#: past its busy timeout, unreadable), which loses the report just the same.
+UNREACHABLE = ("service_unreachable", "service_error", "store_unavailable")
 
 
 @dataclass
@@ -204,7 +205,7 @@ class Runner:
             if waited is None:
                 return EXIT_INTERRUPTED
             if isinstance(waited, Settled):
-                return self._settled(waited.mark, code)
+                return self._settled(waited, code)
             self._say(f"▶ firing auto-resume (mark {waited.delivery.mark_id}) in the foreground")
             step = self.resume_step(
                 self.options.resume_prompt, fresh_allowed=self.record.fresh_if_missing,
@@ -237,7 +238,8 @@ class Runner:
             lock.release()
         try:
             return wait_for_mark(self.store, self.record.root_id, mark, out=self.out,
-                                 clock=self.options.clock, lock=lock)  # fmt: skip
+                                 clock=self.options.clock, lock=lock,
+                                 attempt=self.record.attempt)  # fmt: skip
         except KeyboardInterrupt:
             self._say(f"\n■ stopped waiting; the auto-resume mark stays armed (rewake "
                       f"auto-resume {self.record.root_id} off turns it off)")  # fmt: skip
@@ -321,7 +323,14 @@ class Runner:
                 self._say(f"  {line}")
         return mark
 
-    def _settled(self, mark: JSON, code: int) -> int:
+    def _settled(self, settled: Settled, code: int) -> int:
+        mark = settled.mark
+        if settled.taken_over is not None:
+            # As for a mark a sweeper resumed: the resume happened, in another process, and
+            # whatever follows belongs to the attempt that owns the session now.
+            self._say(f"✓ {self.record.root_id} went on without this run: {settled.taken_over}; "
+                      f"see rewake show {self.record.root_id}")  # fmt: skip
+            return 0
         state = mark.get("state")
         if state == "done":
             log = records.log_path(self.record.root_id, self.record.run_id, self.record.attempt + 1)

@@ -17,12 +17,14 @@ On `UserPromptSubmit` (the user typed a prompt; the payload adds `prompt`) and o
 `SessionStart` with `source` "resume" (the user reopened the session), the user is continuing
 by hand: for a session the hook reported before, the next attempt is recorded as started,
 which clears an armed auto-resume (`manual_resume`), so the conversation is never also resumed
-headless.
+headless. While that headless resume is being sent or runs, the prompt is blocked instead
+(app.runner.hook_continue).
 
 Claude Code ignores a StopFailure hook's output and exit status, and a hook that hangs or
 crashes must never cost the user their session: every problem is one line on stderr (and in the
 hook log) and exit status 0, never stdout (Claude adds a UserPromptSubmit hook's stdout to the
-conversation); the caller bounds the whole run in time.
+conversation); the caller bounds the whole run in time. The one exception is the block above:
+exit status 2, the reason on stderr (Claude Code shows it to the user and drops the prompt).
 """
 
 from __future__ import annotations
@@ -224,6 +226,9 @@ class HookResult:
     root_id: str | None = None
     attempt: int | None = None
     armed: bool = False
+    #: The prompt must not go on: rewake resumes this conversation headless right now
+    #: (app.runner.hook_continue); the command exits 2, the one non-zero status it has.
+    blocked: bool = False
 
     def say(self, line: str) -> None:
         self.lines.append(line)
@@ -251,6 +256,9 @@ def run_hook(
         result.say(f"ignored: {error}")
         return result
     if hook.hook_event_name in CONTINUE_EVENTS:
+        # Imported here: that module builds on this one.
+        from app.runner.hook_continue import continue_by_hand
+
         continue_by_hand(hook, result, env=env, open_store=open_store)
         return result
     if hook.hook_event_name not in (None, "StopFailure"):
@@ -347,48 +355,6 @@ def current_attempt(session: JSON | None) -> tuple[int, str] | None:
 #: The record's note of the attempt a continuation by hand was last settled for: while it equals
 #: the record's attempt, a prompt has nothing to record and the store is not even opened.
 CONTINUED = "continued_attempt"
-
-
-def continue_by_hand(
-    hook: HookInput,
-    result: HookResult,
-    *,
-    env: Mapping[str, str],
-    open_store: Callable[[], Store],
-) -> None:
-    """The user typed in (or reopened) the interactive session: if its current attempt failed,
-    record the next one as started, which clears an armed auto-resume as `manual_resume`.
-
-    UserPromptSubmit fires on every prompt of every session, so an unknown session costs one
-    file lookup (no RunRecord from this hook: silent, no store opened, nothing written)."""
-    if hook.hook_event_name == "SessionStart" and hook.source != "resume":
-        return  # a new, cleared or compacted session continues no failed turn
-    root_id = root_id_for(hook.session_id)
-    old = records.load(root_id, env)
-    if old is None or old.extra.get("origin") != "hook" or old.extra.get(CONTINUED) == old.attempt:
-        return
-    result.root_id = root_id
-    store = open_store()
-    try:
-        session = store.get_session(root_id)
-        current = current_attempt(session)
-        if current is None or current[1] == "started":
-            return  # nothing failed, or an attempt is in flight and may still fail: look again
-        attempt = old.attempt
-        if current[1] == "failed":
-            attempt = next_attempt(session)
-            store.record_attempt(root_id, RUN_ID, attempt, "started")
-            result.attempt = attempt
-            result.say(
-                f"{root_id}: continued by hand ({hook.hook_event_name}): attempt {attempt} "
-                "started; an armed auto-resume is cleared (manual_resume)"
-            )
-        records.save(replace(old, attempt=attempt, extra={**old.extra, CONTINUED: attempt}), env)
-    except StoreError as error:
-        if error.code not in ("session_not_found", "session_deleted"):
-            result.say(f"{root_id}: continuation not recorded: {error.code}: {error.detail}")
-    finally:
-        store.close()
 
 
 def _banner_words(answer: JSON) -> str:

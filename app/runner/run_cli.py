@@ -154,11 +154,15 @@ def _open_checked_store() -> Any:
     is not worth starting (the failure would be lost)."""
     from app.runner.store import StoreError, open_store
 
-    store = open_store()
+    store = None
     try:
+        # Opening counts as answering: a local database that cannot be opened or upgraded
+        # (a corrupt file, a missing directory) is the same one line and exit 5.
+        store = open_store()
         store.list_sessions(limit=1)
     except StoreError as error:
-        store.close()
+        if store is not None:
+            store.close()
         where = os.environ.get("REWAKE_URL") or "the local database"
         print(f"rewake run: the store at {where} does not answer ({error.code}: "
               f"{error.detail}); nothing was started", file=sys.stderr)  # fmt: skip

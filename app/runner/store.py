@@ -156,9 +156,7 @@ class HttpStore:
         payload = {"attempt": attempt, "status": status}
         return self._call("POST", f"/{root_id}/runs/{run_id}/attempts", json=payload)
 
-    def set_auto_resume(
-        self, root_id: str, *, enabled: bool, despite_native: bool = False
-    ) -> JSON:
+    def set_auto_resume(self, root_id: str, *, enabled: bool, despite_native: bool = False) -> JSON:
         payload = {"enabled": enabled, "despite_native": despite_native}
         return self._call("PUT", f"/{root_id}/auto-resume", json=payload)
 
@@ -181,6 +179,32 @@ class HttpStore:
         self._client.close()
 
 
+def _unavailable(url: str, error: BaseException) -> StoreError | None:
+    """`store_unavailable` for an error of the database itself (cannot open the file, not a
+    database, locked past the busy timeout, connection lost), else None. Programming and
+    integrity errors are bugs, not an unavailable store: they keep their traceback. The caller
+    treats the store like an unreachable service: one line, and a report kept in the outbox."""
+    from sqlalchemy import exc
+
+    unavailable = isinstance(error, exc.OperationalError | exc.InterfaceError | exc.InternalError)
+    if not unavailable and type(error) is not exc.DatabaseError:  # "file is not a database"
+        return None
+    cause = getattr(error, "orig", None) or error
+    first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+    return StoreError("store_unavailable", f"{_redacted(url)}: {first}")
+
+
+def _redacted(url: str) -> str:
+    """The database URL without its password, fit for a message."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "the database URL"
+
+
 class LocalStore:
     """The local database, through the domain functions the API's routes call."""
 
@@ -192,15 +216,27 @@ class LocalStore:
         actor: str | None = None,
         migrate: bool = True,
     ) -> None:
+        from sqlalchemy.exc import ArgumentError
+
         from app.db import Database
         from app.migrations import upgrade
 
         self.settings = settings
-        self.database = Database(settings.sqlalchemy_url)
         self.actor = actor or local_actor()
         self._clock = clock or (lambda: datetime.now(UTC))
+        url = settings.sqlalchemy_url
+        try:
+            self.database = Database(url)
+        except ArgumentError as error:  # a URL SQLAlchemy cannot use (a driver not installed)
+            raise StoreError("invalid_configuration", f"{_redacted(url)}: {error}") from error
         if migrate:
-            upgrade(self.database.engine)
+            try:
+                upgrade(self.database.engine)
+            except Exception as error:
+                self.database.dispose()
+                if (unavailable := _unavailable(url, error)) is None:
+                    raise
+                raise unavailable from error
 
     @classmethod
     def from_settings(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> LocalStore:
@@ -234,6 +270,10 @@ class LocalStore:
                 return work(db, ctx)
         except DomainError as refused:
             raise StoreError(refused.code, refused.detail, refused.status) from refused
+        except Exception as error:
+            if (unavailable := _unavailable(self.settings.sqlalchemy_url, error)) is None:
+                raise
+            raise unavailable from error
 
     def report_failure(self, root_id: str, run_id: str, body: Mapping[str, Any]) -> JSON:
         from pydantic import ValidationError
@@ -266,9 +306,7 @@ class LocalStore:
             write=True,
         )
 
-    def set_auto_resume(
-        self, root_id: str, *, enabled: bool, despite_native: bool = False
-    ) -> JSON:
+    def set_auto_resume(self, root_id: str, *, enabled: bool, despite_native: bool = False) -> JSON:
         from app.domain import marks
 
         check_id(root_id, "root_id")

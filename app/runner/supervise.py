@@ -133,10 +133,18 @@ class StopSignals:
         if self.pgid is None:
             return  # between attempts (recording one): noted; the Runner stops after it
         if self.requested == 1:
-            # As the terminal's Ctrl-C would have; a hang-up or SIGTERM is passed on as SIGTERM
-            # (the CLI is in its own session: it would never see the terminal's SIGHUP).
-            self.signal_group(signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
+            self.signal_group(first_kind(signum))
         else:  # asked again: do not wait out the grace
+            self.signal_group(self.harder())
+        self.next_signal_at = time.monotonic() + self.grace_s
+
+    def deliver_noted(self) -> None:
+        """Just after the group exists: send it a stop that came while there was none yet
+        (the handler only noted it), and start the escalation, as the handler would have."""
+        if not self.requested or self.next_signal_at is not None:
+            return  # nothing came, or the handler already saw the group and sent it
+        self.signal_group(first_kind(self.first_signal or signal.SIGINT))
+        if self.requested > 1:  # asked again already: do not wait out the grace
             self.signal_group(self.harder())
         self.next_signal_at = time.monotonic() + self.grace_s
 
@@ -171,6 +179,13 @@ class StopSignals:
                 return
             time.sleep(0.05)
         self.signal_group(signal.SIGKILL)
+
+
+def first_kind(signum: int) -> int:
+    """The first signal the group gets for `signum`: SIGINT as the terminal's Ctrl-C would
+    have sent; a hang-up or SIGTERM is passed on as SIGTERM (the CLI is in its own session: it
+    would never see the terminal's SIGHUP)."""
+    return signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM
 
 
 class ProgramNotFound(OSError):
@@ -222,6 +237,11 @@ def supervise(
     err = err or sys.stderr
     log.parent.mkdir(parents=True, exist_ok=True)
     child_env = {**(os.environ if env is None else env), records.SUPERVISED_ENV: "1"}
+    if stop.requested:
+        # The stop came while the attempt was being prepared (the record, the log header, the
+        # `started` write, which can take long on a busy store): there is no group to signal
+        # yet, so the handler only noted it. Starting the CLI now would run it to its end.
+        return _not_started(stop, log, clock)
     try:
         child = subprocess.Popen(  # noqa: S603  (the user's own command line, no shell)
             list(argv), cwd=cwd, env=child_env,
@@ -233,6 +253,8 @@ def supervise(
     # A new session: the group id is the child's pid, and stays valid after the child exits
     # for as long as anything is left in the group.
     stop.pgid = child.pid
+    # A signal between the check above and this line found no group and was only noted.
+    stop.deliver_noted()
     try:
         finished = _follow(child, provider, log, hooks, stop, out, err, clock)
         if stop.requested:
@@ -241,6 +263,23 @@ def supervise(
     finally:
         stop.pgid = None
         stop.next_signal_at = None
+
+
+def _not_started(stop: StopSignals, log: Path, clock: Callable[[], datetime]) -> Finished:
+    """A halted attempt whose CLI was never spawned (a stop came before it could be)."""
+    signum = stop.first_signal or signal.SIGINT
+    note = f"not started: {signal.Signals(signum).name} came before the CLI was spawned"
+    try:
+        with log.open("a", encoding="utf-8") as raw_log:
+            raw_log.write(f"# {note}\n")
+    except OSError:
+        pass  # the report says it too; a log that cannot be written must not hide the halt
+    # exit_code as Popen reports a child killed by the signal: the Runner's exit status is
+    # 128 + the signal for every halted attempt.
+    return Finished(
+        exit_code=-signum, events=[], tail=f"rewake: {note}", session_id=None, started=False,
+        halted=True, ended_at=clock(), log=log,
+    )  # fmt: skip
 
 
 def _follow(

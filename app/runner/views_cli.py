@@ -4,7 +4,8 @@ Registered from app/cli.py; like the other commands they import the store, rich 
 only inside the functions that run them, so `rewake parse` keeps its fast start. Each command
 reads the clock once and passes `now` down.
 
-Exit statuses (the hook's is always 0: Claude Code must never be disturbed by it):
+Exit statuses (the hook's is 0: Claude Code must never be disturbed by it; its one exception
+is 2, blocking a prompt typed while rewake resumes that conversation headless):
   0  done
   1  `rewake doctor` found something rewake needs missing or broken
   2  bad usage (argparse, or a NAME that is not a valid session id)
@@ -25,6 +26,8 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 EXIT_OK, EXIT_DOCTOR, EXIT_USAGE, EXIT_REFUSED, EXIT_NOT_FOUND, EXIT_STORE = 0, 1, 2, 3, 4, 5
+#: The hook's status for "block this prompt" (Claude Code's documented blocking status).
+EXIT_HOOK_BLOCK = 2
 NOT_FOUND_CODES = frozenset({"session_not_found", "session_deleted"})
 HOOK_TIMEOUT_S = 20.0
 
@@ -37,7 +40,8 @@ def register(commands: Any) -> None:
             "Read Claude Code's hook JSON on stdin: a StopFailure is reported to rewake; a "
             "UserPromptSubmit or SessionStart (resume) in a session the hook reported records "
             "that the user continued by hand, clearing an armed auto-resume. "
-            "Always exits 0: problems are one line on stderr (and in <state dir>/hook.log)."
+            "Exits 0: problems are one line on stderr (and in <state dir>/hook.log); exits 2, "
+            "blocking the prompt, only while rewake resumes that conversation headless."
         ),
     )
     hook.add_argument("provider", choices=["claude"])
@@ -277,10 +281,12 @@ def run_doctor_command(args: argparse.Namespace) -> int:
 
 
 def run_hook_command(args: argparse.Namespace) -> int:
-    """The hook, bounded in time: whatever happens, exit 0 within `--timeout` seconds."""
+    """The hook, bounded in time: exit 0 within `--timeout` seconds whatever happens, except
+    exit 2 to block a prompt typed while rewake resumes the conversation headless."""
     lines: list[str] = []
+    blocked: list[bool] = []
     now = datetime.now(UTC)  # the hook's one reading of the clock: report, store and log
-    worker = threading.Thread(target=_hook_worker, args=(args, now, lines), daemon=True)
+    worker = threading.Thread(target=_hook_worker, args=(args, now, lines, blocked), daemon=True)
     worker.start()
     worker.join(max(args.timeout, 0.1))
     if worker.is_alive():
@@ -288,10 +294,14 @@ def run_hook_command(args: argparse.Namespace) -> int:
         # with the process (a SQLite write in flight is rolled back, never half-done).
         lines.append(f"gave up after {args.timeout:g} s (store slow or stdin never closed)")
     _say(lines, now)
-    return EXIT_OK
+    # Claude Code blocks a UserPromptSubmit on exit 2 and shows stderr to the user; on a
+    # SessionStart exit 2 only shows stderr, which is the warning wanted there.
+    return EXIT_HOOK_BLOCK if blocked else EXIT_OK
 
 
-def _hook_worker(args: argparse.Namespace, now: datetime, lines: list[str]) -> None:
+def _hook_worker(
+    args: argparse.Namespace, now: datetime, lines: list[str], blocked: list[bool]
+) -> None:
     from app.runner import hook
     from app.runner.hostzone import host_zone
     from app.runner.store import open_store
@@ -313,6 +323,8 @@ def _hook_worker(args: argparse.Namespace, now: datetime, lines: list[str]) -> N
             zone=host_zone(),
         )
         lines.extend(result.lines)
+        if result.blocked:
+            blocked.append(True)
     except Exception as error:  # the hook never breaks Claude: one line instead
         lines.append(f"failed: {type(error).__name__}: {error}")
 

@@ -44,9 +44,13 @@ class Fire:
 
 @dataclass(frozen=True)
 class Settled:
-    """The mark ended without this process firing it: fired by a sweeper, cleared, expired."""
+    """The mark ended without this process firing it: fired by a sweeper, cleared, expired.
+    With `taken_over`, the mark this process armed is gone and `mark` is another attempt's
+    (or the record moved past it): this process must not fire anything, and `taken_over` says
+    what happened in words."""
 
     mark: JSON
+    taken_over: str | None = None
 
 
 def utc_now() -> datetime:
@@ -129,6 +133,24 @@ def finish(fire: Fire, now: datetime, state: str, code: str, detail: str | None)
     step.finish(database, step.database_clock(database, now), fire.delivery, outcome)
 
 
+def moved_on(root_id: str, mark: JSON, attempt: int | None) -> str | None:
+    """Why firing `mark` here would resume the wrong attempt (None when it would not): the
+    mark must resume `attempt`, and the record on disk must still be at that attempt (a
+    resume run by another process saves its attempt number before it starts the CLI)."""
+    from app.runner import records
+
+    if attempt is None:
+        return None
+    if mark.get("attempt") != attempt:
+        return (f"mark {mark.get('id')} resumes attempt {mark.get('attempt')}, not attempt "
+                f"{attempt}, which this run armed it for")  # fmt: skip
+    record = records.load(root_id)
+    if record is not None and record.attempt != attempt:
+        return (f"the session's record is at attempt {record.attempt}: another rewake run "
+                f"resumed attempt {attempt} already")  # fmt: skip
+    return None
+
+
 def wait_for_mark(
     store: Store,
     root_id: str,
@@ -140,9 +162,17 @@ def wait_for_mark(
     poll_s: float = 2.0,
     countdown_s: float = 60.0,
     lock: SessionLock | None = None,
+    attempt: int | None = None,
 ) -> Fire | Settled:
     """Wait until the mark is fired (here or by a sweeper) or otherwise settled. With `lock`,
-    the session's lock is taken before claiming, and kept only when this process fires."""
+    the session's lock is taken before claiming, and kept only when this process fires.
+
+    The store answers with the session's mark (live, else latest), which need not be the one
+    that was armed: a sweeper's `--resume-of` may have resumed it, failed on a new limit and
+    armed the next one between two polls. Another mark id therefore settles the wait, and
+    `attempt` (the attempt whose failure armed `mark`, as the caller's record says) is checked
+    against the mark and the record on disk before this process fires anything."""
+    armed_id = mark.get("id")
     printed_at: float | None = None
     polled_at = float("-inf")
     while True:
@@ -160,6 +190,13 @@ def wait_for_mark(
             polled_at = time.monotonic()
             mark = store.get_mark(root_id)
             state = mark.get("state")
+            if mark.get("id") not in (armed_id, None):
+                # The armed mark ended (it was resumed) and a later attempt owns this one:
+                # firing it here would resume that attempt from this process's stale record.
+                return Settled(mark, taken_over=(
+                    f"mark {armed_id} was resumed elsewhere, and attempt {mark.get('attempt')} "
+                    f"now owns mark {mark.get('id')} ({state})"
+                ))  # fmt: skip
             if state in SETTLED:
                 return Settled(mark)
             due = parse_instant(str(mark["due_at"]))
@@ -168,6 +205,12 @@ def wait_for_mark(
                 # Lock first, then claim: a manual resume holding the lock means the mark is
                 # being cleared, and a claim taken then could not be run here.
                 if lock is None or lock.try_acquire("firing its auto-resume"):
+                    # Under the lock: no other rewake run is writing the record meanwhile.
+                    moved = moved_on(root_id, mark, attempt)
+                    if moved is not None:
+                        if lock is not None:
+                            lock.release()
+                        return Settled(mark, taken_over=moved)
                     fired = self_fire(store, int(mark["id"]), now)
                     if fired is not None:
                         return fired

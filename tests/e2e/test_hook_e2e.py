@@ -151,3 +151,38 @@ def test_no_resume_is_armed_when_claude_continues_by_itself(tmp_path: Path) -> N
     refused = rewake(env, "auto-resume", root_id, "on")
     assert refused.returncode == 3, refused.stdout + refused.stderr
     assert "itself" in (refused.stdout + refused.stderr).lower()
+
+
+def test_a_prompt_while_a_rewake_run_holds_the_session_lock_is_blocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the session's SessionLock held (as `rewake run --resume-of` holds it while the
+    headless Claude runs), `rewake hook claude` on a UserPromptSubmit exits 2 with the reason on
+    stderr and records nothing; once the lock is free the prompt continues by hand (exit 0)."""
+    from app.runner.guard import SessionLock
+
+    env = rewake_env(f"sqlite:///{tmp_path / 'rewake.db'}", state_dir=tmp_path / "state")
+    session_id = str(uuid.uuid4())
+    root_id = f"claude-{session_id}"
+    hooked = rewake(env, "hook", "claude", "--auto-resume",
+                    stdin=stop_failure(tmp_path, session_id, int(time.time()) + 3600))  # fmt: skip
+    assert hooked.returncode == 0 and "auto-resume armed" in hooked.stderr, hooked.stderr
+    prompt = json.dumps(
+        {"session_id": session_id, "hook_event_name": "UserPromptSubmit", "prompt": "go on"}
+    )
+
+    monkeypatch.setenv("REWAKE_STATE_DIR", str(tmp_path / "state"))  # where SessionLock looks
+    lock = SessionLock(root_id)
+    lock.acquire("resume-of mark 1 (the test)")
+    try:
+        blocked = rewake(env, "hook", "claude", stdin=prompt)
+    finally:
+        lock.release()
+    assert blocked.returncode == 2, blocked.stderr
+    assert blocked.stdout == "" and "prompt blocked" in blocked.stderr
+    assert f"rewake show {root_id}" in blocked.stderr and "the test" in blocked.stderr
+    shown = json.loads(rewake(env, "show", root_id, "--json").stdout)
+    assert [a["status"] for run in shown["runs"] for a in run["attempts"]] == ["failed"]
+
+    continued = rewake(env, "hook", "claude", stdin=prompt)
+    assert continued.returncode == 0 and "attempt 2 started" in continued.stderr

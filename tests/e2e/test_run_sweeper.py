@@ -15,7 +15,9 @@ from run_support import RunEnv, attempts_of, epoch_in, make_run_env
 from sweeper_support import start_sweeper, stop_all, wait_until
 
 from app.db import Database
+from app.models import SweeperHeartbeatRow
 from app.repository import sessions as repo
+from app.runner.store import StoreError
 
 
 @contextmanager
@@ -88,3 +90,55 @@ def test_a_conversation_found_missing_late_fails_the_sweepers_mark(tmp_path: Pat
     assert (mark["state"], mark["outcome"]) == ("failed", "conversation_missing"), mark
     calls = run_env.invocations()
     assert len(calls) == 2 and "--resume" in calls[1]["argv"]
+
+
+def test_a_mark_armed_by_the_sweepers_resume_is_not_fired_again(tmp_path: Path) -> None:
+    """The sweeper resumes mark 1, and its `--resume-of` attempt 2 arms mark 2 between two of
+    the waiting run's polls; then the sweeper goes away. The waiting run, still holding its
+    attempt-1 record, does not fire mark 2 (it would run attempt 2 again on the first
+    conversation): it says a later attempt took over and exits 0, leaving mark 2 armed."""
+    from sqlalchemy import delete
+
+    command = [sys.executable, "-m", "app.cli", "run", "--resume-of", "{mark_id}"]
+    run_env = make_run_env(tmp_path, executor="command", command=json.dumps(command))
+    with sweeper_running(run_env, tmp_path):
+        run_env.scenario(
+            {"do": "limit", "resets_at": epoch_in(2)},
+            {"do": "limit", "resets_at": epoch_in(14)},
+            {"do": "success"},
+        )
+        proc = run_env.start("run", "--auto-resume", "--name", "st1", "--", "claude", "-p", "go")
+        try:
+
+            def second_mark_armed() -> bool:
+                try:
+                    mark = run_env.session("st1")["mark"]
+                except StoreError:  # not recorded yet: the first attempt is being set up
+                    return False
+                return (mark.get("attempt"), mark.get("state")) == (2, "armed")
+
+            assert wait_until(second_mark_armed, 20), (tmp_path / "sweeper.log").read_text()
+        except BaseException:
+            proc.kill()
+            raise
+    # The sweeper is gone: without its heartbeat, a run that still watched mark 2 would fire
+    # it itself at its due time (within this test's wait).
+    database = Database(run_env.database_url)
+    try:
+        with database.writer() as db, database.transaction(db):
+            db.execute(delete(SweeperHeartbeatRow))
+    finally:
+        database.dispose()
+    try:
+        out, _ = proc.communicate(timeout=40)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, out
+    assert "went on without this run" in out or "a sweeper resumed st1" in out, out
+    calls = run_env.invocations()
+    assert len(calls) == 2, calls  # the first run and the sweeper's one resume
+    mark = run_env.session("st1")["mark"]
+    assert (mark["attempt"], mark["state"]) == (2, "armed")
+    assert run_env.record("st1")["attempt"] == 2
+    assert [a["status"] for a in attempts_of(run_env.session("st1"))] == ["failed", "failed"]

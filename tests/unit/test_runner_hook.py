@@ -433,3 +433,100 @@ def test_a_failure_inside_a_cli_that_rewake_run_supervises_is_left_to_the_run(
     result = fire(tmp_path, payload, opened=opened, REWAKE_SUPERVISED="1")
     assert (result.lines, result.armed, opened) == ([], False, [])
     assert sorted(p.name for p in tmp_path.rglob("*")) == listed and len(listed) > len(before)
+
+
+# -- blocking a prompt while rewake resumes the conversation headless ----------------------------
+
+
+def set_mark_state(tmp_path: Path, state: str) -> None:
+    """Put the session's mark in `state`, as the sweeper does when it sends the resume."""
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "r.db") as db:
+        db.execute("UPDATE marks SET state = ? WHERE root_id = ?", (state, ROOT))
+
+
+def attempt_statuses(tmp_path: Path) -> list[str]:
+    store = local_store(tmp_path, NOW)
+    try:
+        [run] = store.get_session(ROOT)["runs"]
+        return [a["status"] for a in run["attempts"]]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("state", ["sending", "uncertain"])
+def test_a_prompt_while_the_mark_is_sending_is_blocked_and_records_nothing(
+    tmp_path: Path, state: str
+) -> None:
+    """Mark sending (or uncertain): the prompt is blocked with the reason and `rewake show`,
+    no attempt is recorded started, and the record is not marked continued."""
+    assert fire(tmp_path, limit_payload(tmp_path, "a1")).armed
+    set_mark_state(tmp_path, state)
+    result = fire(tmp_path, PROMPT)
+    assert result.blocked and result.attempt is None
+    [line] = result.lines
+    assert "resuming this conversation headless right now" in line and state in line
+    assert f"rewake show {ROOT}" in line and "type again once it ends" in line
+    assert attempt_statuses(tmp_path) == ["failed"]
+    record = records.load(ROOT, {"REWAKE_STATE_DIR": str(tmp_path / "state")})
+    assert record is not None and hook.CONTINUED not in record.extra
+
+
+def test_a_prompt_while_a_rewake_run_holds_the_session_lock_is_blocked(tmp_path: Path) -> None:
+    """Another descriptor holds the SessionLock (a `rewake run` resuming): blocked, nothing
+    recorded, no store opened; once the lock is free the same prompt continues as before."""
+    import fcntl
+
+    from app.runner.hook_continue import lock_holder
+
+    assert fire(tmp_path, limit_payload(tmp_path, "a1")).armed
+    env = {"REWAKE_STATE_DIR": str(tmp_path / "state")}
+    path = records.lock_path(ROOT, env)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a+", encoding="utf-8") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("pid 4242: resume-of mark 1\n")
+        held.flush()
+        opened: list[str] = []
+        result = fire(tmp_path, PROMPT, opened=opened)
+        assert result.blocked and opened == [] and "pid 4242: resume-of mark 1" in result.lines[0]
+        assert attempt_statuses(tmp_path) == ["failed"]
+    assert lock_holder(ROOT, env) is None  # the hook's probe let go of it at once
+    after = fire(tmp_path, PROMPT)
+    assert not after.blocked and after.attempt == 2
+
+
+def test_a_reopened_session_during_the_resume_is_warned_not_recorded(tmp_path: Path) -> None:
+    """SessionStart(resume) while the mark is sending: the same condition gives a warning
+    (blocked, so the command's exit 2 shows it; Claude cannot block a SessionStart), and
+    nothing is recorded."""
+    fire(tmp_path, limit_payload(tmp_path, "a1"))
+    set_mark_state(tmp_path, "sending")
+    result = fire(tmp_path, REOPENED)
+    assert result.blocked and "do not type here until it ends" in result.lines[0]
+    assert attempt_statuses(tmp_path) == ["failed"]
+
+
+def test_without_a_conflict_a_prompt_is_not_blocked(tmp_path: Path) -> None:
+    """Mark armed and no lock held: the prompt continues by hand as before, never blocked."""
+    fire(tmp_path, limit_payload(tmp_path, "a1"))
+    result = fire(tmp_path, PROMPT)
+    assert not result.blocked and result.attempt == 2
+    assert attempt_statuses(tmp_path) == ["failed", "started"]
+
+
+def test_the_command_exits_2_with_the_reason_on_stderr_when_blocked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rewake hook claude` on a prompt during a sending resume: exit 2, reason on stderr,
+    nothing on stdout (the one non-zero status of the hook)."""
+    monkeypatch.setenv("REWAKE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("REWAKE_DATABASE_URL", f"sqlite:///{tmp_path / 'r.db'}")
+    monkeypatch.delenv("REWAKE_URL", raising=False)
+    fire(tmp_path, limit_payload(tmp_path, "a1"))
+    set_mark_state(tmp_path, "sending")
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(PROMPT).encode())))
+    assert main(["hook", "claude"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "prompt blocked" in err and f"rewake show {ROOT}" in err

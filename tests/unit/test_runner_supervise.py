@@ -4,10 +4,15 @@ which session id an attempt adopts."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from app.runner.attempts import Options, Runner, Step
 from app.runner.providers import provider_named
@@ -152,3 +157,77 @@ def test_the_supervised_cli_is_told_so_in_its_environment(tmp_path: Path) -> Non
                      log=tmp_path / "a.log", env={"PATH": os.environ.get("PATH", "")},
                      out=_Null(), err=_Null(), clock=lambda: FIXED)  # fmt: skip
     assert done.events[0]["seen"] == "1"
+
+
+def test_a_stop_noted_before_the_spawn_starts_nothing(tmp_path: Path) -> None:
+    """A stop signal that came while the attempt was being prepared (no group to signal yet)
+    keeps the CLI from being spawned at all: supervise returns a halted, unstarted attempt."""
+    from app.runner.supervise import StopSignals
+
+    ran = tmp_path / "ran"
+    stop = StopSignals(grace_s=1.0, requested=1, first_signal=signal.SIGINT)
+    done = supervise([sys.executable, "-c", f"open({str(ran)!r}, 'w').close()"],
+                     provider=claude, cwd=str(tmp_path), log=tmp_path / "a.log", out=_Null(),
+                     err=_Null(), stop=stop, clock=lambda: FIXED)  # fmt: skip
+    assert (done.halted, done.started, done.exit_code) == (True, False, -signal.SIGINT)
+    assert not ran.exists()
+    assert "before the CLI was spawned" in (tmp_path / "a.log").read_text()
+
+
+def test_a_stop_noted_during_the_spawn_reaches_the_new_group(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A signal handled after the not-yet-spawned check but before the group id is known is
+    still delivered (SIGINT for Ctrl-C): the CLI is stopped within the grace, not run to its
+    end."""
+    from app.runner import supervise as module
+    from app.runner.supervise import StopSignals
+
+    stop = StopSignals(grace_s=1.0)
+    popen = subprocess.Popen
+
+    def spawn(*args: Any, **kwargs: Any) -> Any:
+        child = popen(*args, **kwargs)
+        stop._on_signal(signal.SIGINT, None)  # as the handler would run here: no pgid yet
+        return child
+
+    monkeypatch.setattr(module.subprocess, "Popen", spawn)
+    started = time.monotonic()
+    done = supervise([sys.executable, "-c", "import time; time.sleep(30)"], provider=claude,
+                     cwd=str(tmp_path), log=tmp_path / "a.log", out=_Null(), err=_Null(),
+                     stop=stop, clock=lambda: FIXED)  # fmt: skip
+    assert time.monotonic() - started < 10, "the CLI ran on after the stop"
+    assert done.halted and stop.sent[0] == signal.SIGINT
+
+
+def test_the_runner_records_a_stop_before_the_spawn_as_halted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SIGTERM noted before the CLI could be spawned: nothing runs, the attempt is reported
+    halted (interrupted_start), and rewake run exits 128 + SIGTERM."""
+    from app.runner import attempts
+    from app.runner.supervise import StopSignals
+
+    class _Early(StopSignals):
+        def __enter__(self) -> StopSignals:
+            super().__enter__()
+            self._on_signal(signal.SIGTERM, None)  # came during records.save / `started`
+            return self
+
+    class _Recording(_Store):
+        def record_attempt(self, *args: Any) -> dict[str, Any]:
+            return {}
+
+    monkeypatch.setenv("REWAKE_STATE_DIR", str(tmp_path))
+    monkeypatch.setattr(attempts, "StopSignals", _Early)
+    ran = tmp_path / "ran"
+    record = RunRecord(root_id="e1", run_id="r1", provider="claude", cwd=str(tmp_path),
+                       args=["-p", "x"])  # fmt: skip
+    store = _Recording()
+    runner = Runner(store, record, claude, Options(clock=lambda: FIXED),  # type: ignore[arg-type]
+                    out=_Null(), err=_Null())  # type: ignore[arg-type]  # fmt: skip
+    argv = [sys.executable, "-c", f"open({str(ran)!r}, 'w').close()"]
+    assert runner.run(Step(argv, 1, gated=False, fresh_allowed=False)) == 128 + signal.SIGTERM
+    assert not ran.exists()
+    assert store.bodies[0]["halted"] is True
+    assert store.bodies[0]["failure_kind"] == "interrupted_start"
