@@ -215,3 +215,18 @@ def failure(attempt: int = 1, message: str = QUOTA, **extra: Any) -> dict[str, A
 
 def runs_url(root_id: str, run_id: str = "r1", what: str = "failures") -> str:
     return f"/api/agent/runs/{root_id}/runs/{run_id}/{what}"
+
+
+@pytest.fixture(scope="module")
+def site(sqlite_url: str) -> Iterator[Api]:
+    """The app with tokens configured, on SQLite, served once per module (the web page's auth
+    and hardening tests)."""
+    with serve_api(sqlite_url) as api:
+        yield api
+
+
+@pytest.fixture(scope="module")
+def open_site(sqlite_url: str) -> Iterator[Api]:
+    """The app with no token configured (loopback only), served once per module."""
+    with serve_api(sqlite_url, api_tokens=None) as api:
+        yield api

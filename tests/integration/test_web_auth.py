@@ -9,26 +9,12 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conftest import ALICE, Api, failure, runs_url, serve_api
+from conftest import ALICE, Api, failure, runs_url
 
 from app.web.gate import COOKIE
 
 SECRET = "alice-secret-0123456789"
 PAGE_CALL = {"X-Rewake-Page": "1"}
-
-
-@pytest.fixture(scope="module")
-def site(sqlite_url: str) -> Iterator[Api]:
-    """The app with tokens configured, on SQLite."""
-    with serve_api(sqlite_url) as api:
-        yield api
-
-
-@pytest.fixture(scope="module")
-def open_site(sqlite_url: str) -> Iterator[Api]:
-    """The app with no token configured: loopback only."""
-    with serve_api(sqlite_url, api_tokens=None) as api:
-        yield api
 
 
 class Browsers:

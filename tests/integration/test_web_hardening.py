@@ -5,11 +5,10 @@ sniffing), sign-out only from this page, and a Secure cookie over https."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import httpx
 import pytest
-from conftest import TOKENS, Api, failure, runs_url, serve_api
+from conftest import TOKENS, Api, failure, runs_url
 
 from app.web.gate import COOKIE, is_loopback_host
 
@@ -24,20 +23,6 @@ PAGE_HEADERS = {
     "x-content-type-options": "nosniff",
     "referrer-policy": "same-origin",
 }
-
-
-@pytest.fixture(scope="module")
-def site(sqlite_url: str) -> Iterator[Api]:
-    """The app with tokens configured, on SQLite."""
-    with serve_api(sqlite_url) as api:
-        yield api
-
-
-@pytest.fixture(scope="module")
-def open_site(sqlite_url: str) -> Iterator[Api]:
-    """The app with no token configured: loopback only."""
-    with serve_api(sqlite_url, api_tokens=None) as api:
-        yield api
 
 
 def paused(api: Api, root_id: str) -> None:
