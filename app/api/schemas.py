@@ -22,8 +22,7 @@ from pydantic import (
 )
 
 from app.domain.failures import FailureReport
-from app.domain.ids import ID_HELP as ID_HELP  # re-exported: app.web.routes
-from app.domain.ids import ID_PATTERN as ID_PATTERN
+from app.domain.ids import ID_HELP, ID_PATTERN
 from app.domain.report_fields import FieldWarning, read_optional_fields
 from app.domain.rules import FailureKind
 

@@ -10,13 +10,14 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 
+from app.domain.ids import ID_RE
 from app.executors.base import Delivery
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
-#: The API's id alphabet (app.api.schemas.ID_PATTERN), checked again here because a value may
-#: become an argument of a command: never a leading dash (an option), no whitespace, no control
-#: or shell-significant characters (no shell is used, but the program may pass them on).
-_SAFE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,199}")
+#: The API's id alphabet, checked again here because a value may become an argument of a
+#: command: never a leading dash (an option), no whitespace, no control or shell-significant
+#: characters (no shell is used, but the program may pass them on).
+_SAFE_ID = ID_RE
 
 
 class TemplateError(ValueError):

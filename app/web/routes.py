@@ -8,16 +8,15 @@ such a page too, not a problem+json body.
 
 from __future__ import annotations
 
-import re
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from app.api.deps import Ctx, Reader, Svc
-from app.api.schemas import ID_HELP, ID_PATTERN
 from app.domain import marks, sessions
 from app.domain.errors import DomainError
+from app.domain.ids import ID_HELP, ID_RE
 from app.domain.rules import clean_text
 from app.repository.sessions import SessionFilter
 from app.web import detail, views
@@ -102,7 +101,7 @@ def _list_link(state: str | None, offset: int, kept: dict[str, str | None]) -> s
 @router.get("/sessions/{root_id}", response_class=HTMLResponse)
 def session_page(root_id: str, request: Request, ctx: Ctx, db: Reader, svc: Svc) -> HTMLResponse:
     times = Times(ctx.now, ctx.display_zone)
-    if not re.fullmatch(ID_PATTERN, root_id):
+    if not ID_RE.fullmatch(root_id):
         detail_text = f"no session can be called {root_id[:80]!r}: a root_id is {ID_HELP}"
         return error_page(request, 404, "session_not_found", detail_text)
     try:
