@@ -24,7 +24,8 @@ def kept_tombstone(db: Session, root_id: str, ctx: Context) -> TombstoneRow | No
 
 def refuse_if_deleted(db: Session, root_id: str, ctx: Context) -> None:
     """410 session_deleted while the root_id's tombstone is kept."""
-    if kept_tombstone(db, root_id, ctx) is not None:
+    deleted_at = repo.tombstone_deleted_at(db, root_id)
+    if deleted_at is not None and tombstone_kept(deleted_at, ctx.now, ctx.tombstone_retention_days):
         raise DomainError("session_deleted", f"session {root_id!r} was deleted")
 
 

@@ -6,18 +6,34 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import String, bindparam, cast, exists, func, literal, or_, select, tuple_, update
+from sqlalchemy import (
+    String,
+    bindparam,
+    cast,
+    exists,
+    func,
+    insert,
+    literal,
+    or_,
+    select,
+    tuple_,
+    update,
+)
+from sqlalchemy.orm import make_transient_to_detached
 from sqlmodel import Session, col
 
 from app.models import LIVE_STATES, MarkRow
+from app.repository.prepared import Prepared, one_of
 
 _RETURN = {"synchronize_session": False, "populate_existing": True}
 
 
 # The auto-resume route's statements are built once: building one costs more than running it
 # on SQLite, and a built one finds its compiled form in the cache at once.
-_LIVE_MARK = select(MarkRow).where(
-    col(MarkRow.root_id) == bindparam("root_id"), col(MarkRow.state).in_(LIVE_STATES)
+_IS_LIVE, _LIVE_CONSTANTS = one_of(col(MarkRow.state), "live", LIVE_STATES)
+_MARK_COLUMNS = [column.name for column in MarkRow.__table__.columns]  # type: ignore[attr-defined]
+_LIVE_MARK = Prepared.rows_of(
+    MarkRow, (col(MarkRow.root_id) == bindparam("root_id")) & _IS_LIVE, constants=_LIVE_CONSTANTS
 )
 _LATEST_MARK = (
     select(MarkRow)
@@ -25,24 +41,36 @@ _LATEST_MARK = (
     .order_by(col(MarkRow.id).desc())
     .limit(1)
 )
-_ATTEMPT_RESUMED_BEFORE = select(
-    exists().where(
-        col(MarkRow.root_id) == bindparam("root_id"),
-        col(MarkRow.run_id) == bindparam("run_id"),
-        col(MarkRow.attempt) == bindparam("attempt"),
-        col(MarkRow.state).not_in(LIVE_STATES),
-        or_(
-            col(MarkRow.clear_reason).is_(None),
-            col(MarkRow.clear_reason).not_in(bindparam("rearmable", expanding=True)),
-        ),
-    )
+_INSERT_MARK = Prepared(
+    insert(MarkRow.__table__).returning(col(MarkRow.id)),  # type: ignore[attr-defined]
+    columns=[name for name in _MARK_COLUMNS if name != "id"],
+    results=[col(MarkRow.id)],
 )
 _REFRESH = {"populate_existing": True}
 
 
+def _attempt_resumed_before_stmt(rearmable: tuple[str, ...]) -> Prepared:
+    clear_rearmable, constants = one_of(col(MarkRow.clear_reason), "rearmable", rearmable)
+    not_live, live_constants = one_of(col(MarkRow.state), "live", LIVE_STATES)
+    stmt = select(
+        exists().where(
+            col(MarkRow.root_id) == bindparam("root_id"),
+            col(MarkRow.run_id) == bindparam("run_id"),
+            col(MarkRow.attempt) == bindparam("attempt"),
+            ~not_live,
+            or_(col(MarkRow.clear_reason).is_(None), ~clear_rearmable),
+        )
+    )
+    return Prepared(stmt, constants=constants | live_constants)
+
+
+_ATTEMPT_RESUMED_BEFORE: dict[tuple[str, ...], Prepared] = {}
+
+
 def live_mark(db: Session, root_id: str) -> MarkRow | None:
     """The session's armed, claimed or sending mark (there is at most one)."""
-    return db.scalars(_LIVE_MARK, {"root_id": root_id}, execution_options=_REFRESH).first()
+    live: MarkRow | None = _LIVE_MARK.one(db, {"root_id": root_id})
+    return live
 
 
 def latest_mark(db: Session, root_id: str) -> MarkRow | None:
@@ -60,8 +88,12 @@ def attempt_resumed_before(
     db: Session, root_id: str, run_id: str, attempt: int, rearmable: Sequence[str]
 ) -> bool:
     """Whether a mark of this attempt ended other than by a clear reason in `rearmable`."""
-    params = {"root_id": root_id, "run_id": run_id, "attempt": attempt, "rearmable": rearmable}
-    return bool(db.scalar(_ATTEMPT_RESUMED_BEFORE, params))
+    key = tuple(rearmable)
+    stmt = _ATTEMPT_RESUMED_BEFORE.get(key)
+    if stmt is None:
+        stmt = _ATTEMPT_RESUMED_BEFORE[key] = _attempt_resumed_before_stmt(key)
+    found = stmt.first(db, {"root_id": root_id, "run_id": run_id, "attempt": attempt})
+    return bool(found and found[0])
 
 
 def marks_of_run_in(
@@ -78,9 +110,14 @@ def marks_of_run_in(
 
 
 def insert_mark(db: Session, row: MarkRow) -> MarkRow:
-    """Write a new mark now, so that its id is known (and the live index is checked)."""
+    """Write a new mark now, so that its id is known (and the live index is checked); the
+    row, now persistent in `db`."""
+    values = {name: getattr(row, name) for name in _MARK_COLUMNS if name != "id"}
+    found = _INSERT_MARK.first(db, values)
+    assert found is not None  # INSERT ... RETURNING returns the row it inserted
+    row.id = found[0]
+    make_transient_to_detached(row)  # as if just loaded: persistent once added, nothing to write
     db.add(row)
-    db.flush()
     return row
 
 

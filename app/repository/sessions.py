@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, Update, bindparam, delete, exists, func, insert, select, update
+from sqlalchemy import Table, bindparam, delete, exists, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm.attributes import set_committed_value
@@ -22,6 +22,7 @@ from app.models import (
     TimelineRow,
     TombstoneRow,
 )
+from app.repository.prepared import Prepared, attached
 
 
 def _dialect(db: Session) -> str:
@@ -35,8 +36,9 @@ def _dialect(db: Session) -> str:
 # timeline rows for it (their foreign key takes KEY SHARE on this row). With FOR UPDATE, a
 # request holding the session and waiting for a mark deadlocked with a sweeper holding that
 # mark and appending its timeline entry.
-_LOCK_SESSION = (
-    select(SessionRow)
+_SESSION_COLUMNS = tuple(SessionRow.__table__.columns)  # type: ignore[attr-defined]
+_LOCK_SESSION = Prepared(
+    select(*_SESSION_COLUMNS)
     .where(col(SessionRow.root_id) == bindparam("root_id"))
     .with_for_update(key_share=True)
 )
@@ -45,31 +47,54 @@ _ONE_FAILURE = (
     & (col(FailureRow.run_id) == bindparam("run_id"))
     & (col(FailureRow.attempt) == bindparam("attempt"))
 )
-_FAILURE_OBSERVED_AT = select(col(FailureRow.observed_at)).where(_ONE_FAILURE)
-_STORED_ANSWER = select(col(FailureRow.body_hash), col(FailureRow.answer)).where(_ONE_FAILURE)
+_FAILURE_OBSERVED_AT = Prepared(select(col(FailureRow.observed_at)).where(_ONE_FAILURE))
+_STORED_ANSWER = Prepared(
+    select(col(FailureRow.body_hash), col(FailureRow.answer)).where(_ONE_FAILURE)
+)
 _RUNS_OF_SESSION = (
     select(RunRow)
     .where(col(RunRow.root_id) == bindparam("root_id"))
     .order_by(col(RunRow.created_at))
 )
-_APPEND_TIMELINE = insert(TimelineRow.__table__)  # type: ignore[attr-defined]
+_GET_RUN = Prepared.rows_of(
+    RunRow,
+    (col(RunRow.root_id) == bindparam("root_id")) & (col(RunRow.run_id) == bindparam("run_id")),
+)
+_GET_FAILURE = Prepared.rows_of(FailureRow, _ONE_FAILURE)
+_TIMELINE_COLUMNS = ("root_id", "at", "event", "actor", "run_id", "attempt", "mark_id", "detail")
+_APPEND_TIMELINE = Prepared(
+    insert(TimelineRow.__table__),  # type: ignore[attr-defined]
+    columns=_TIMELINE_COLUMNS,
+)
+_TOMBSTONE_DELETED_AT = Prepared(
+    select(col(TombstoneRow.deleted_at)).where(col(TombstoneRow.root_id) == bindparam("root_id"))
+)
 
 
 def lock_session(db: Session, root_id: str) -> SessionRow | None:
     """The session row, locked until the transaction ends (PostgreSQL; SQLite is serialized)."""
-    found = db.scalars(
-        _LOCK_SESSION, {"root_id": root_id}, execution_options={"populate_existing": True}
-    )
-    return found.first()
+    found = _LOCK_SESSION.first(db, {"root_id": root_id})
+    if found is None:
+        return None
+    values = {column.name: value for column, value in zip(_SESSION_COLUMNS, found, strict=True)}
+    session: SessionRow = attached(db, SessionRow, values)
+    return session
 
 
-def _create_session_stmt(dialect: str) -> Any:
+def _create_session_stmt(dialect: str) -> Prepared:
     insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
-    return (
+    stmt = (
         insert_fn(SessionRow)
+        .values(
+            root_id=bindparam("root_id"),
+            state=bindparam("state"),
+            created_at=bindparam("created_at"),
+            updated_at=bindparam("updated_at"),
+        )
         .on_conflict_do_nothing(index_elements=["root_id"])
-        .returning(SessionRow)
+        .returning(col(SessionRow.root_id))
     )
+    return Prepared(stmt, results=[col(SessionRow.root_id)])
 
 
 _CREATE_SESSION = {dialect: _create_session_stmt(dialect) for dialect in ("postgresql", "sqlite")}
@@ -78,13 +103,14 @@ _CREATE_SESSION = {dialect: _create_session_stmt(dialect) for dialect in ("postg
 def ensure_session(db: Session, root_id: str, now: datetime) -> tuple[SessionRow, bool]:
     """The locked session row, created on first sight; and whether it was created now.
 
-    The row this transaction inserts is its own until the commit, so it is returned by the
-    insert itself; only when another writer created it first is it read (and locked)."""
-    values = {"root_id": root_id, "state": "running", "created_at": now, "updated_at": now}
-    created = db.scalars(
-        _CREATE_SESSION[_dialect(db)], values, execution_options={"populate_existing": True}
-    ).first()
-    if created is not None:
+    The row this transaction inserts is its own until the commit, so it is known from the
+    values inserted; only when another writer created it first is it read (and locked)."""
+    values: dict[str, Any] = {
+        "root_id": root_id, "state": "running", "created_at": now, "updated_at": now,
+    }  # fmt: skip
+    if _CREATE_SESSION[_dialect(db)].first(db, values) is not None:
+        unset = {column.name: None for column in _SESSION_COLUMNS if column.name not in values}
+        created: SessionRow = attached(db, SessionRow, values | unset)
         return created, True
     row = lock_session(db, root_id)
     assert row is not None  # inserted or already there, and rows are only deleted under lock
@@ -107,7 +133,8 @@ def get_session(db: Session, root_id: str) -> SessionRow | None:
 
 
 def get_run(db: Session, root_id: str, run_id: str) -> RunRow | None:
-    return db.get(RunRow, (root_id, run_id))
+    run: RunRow | None = _GET_RUN.one(db, {"root_id": root_id, "run_id": run_id})
+    return run
 
 
 def list_runs(db: Session, root_id: str) -> list[RunRow]:
@@ -128,7 +155,9 @@ def list_attempts(db: Session, root_id: str) -> list[AttemptRow]:
 
 
 def get_failure(db: Session, root_id: str, run_id: str, attempt: int) -> FailureRow | None:
-    return db.get(FailureRow, (root_id, run_id, attempt))
+    params = {"root_id": root_id, "run_id": run_id, "attempt": attempt}
+    failure: FailureRow | None = _GET_FAILURE.one(db, params)
+    return failure
 
 
 def failure_observed_at(db: Session, root_id: str, run_id: str, attempt: int) -> datetime | None:
@@ -136,8 +165,10 @@ def failure_observed_at(db: Session, root_id: str, run_id: str, attempt: int) ->
 
     Failures are written with `insert_now`, never left pending in the session, so this reads
     through the connection without flushing the session first."""
-    params = {"root_id": root_id, "run_id": run_id, "attempt": attempt}
-    observed: datetime | None = db.connection().scalar(_FAILURE_OBSERVED_AT, params)
+    found = _FAILURE_OBSERVED_AT.first(
+        db, {"root_id": root_id, "run_id": run_id, "attempt": attempt}
+    )
+    observed: datetime | None = found[0] if found is not None else None
     return observed
 
 
@@ -146,18 +177,18 @@ def stored_answer(
 ) -> tuple[str, dict[str, Any]] | None:
     """A stored failure's body fingerprint and the answer it got, if it was reported (read as
     `failure_observed_at` is)."""
-    params = {"root_id": root_id, "run_id": run_id, "attempt": attempt}
-    row = db.connection().execute(_STORED_ANSWER, params).first()
+    row = _STORED_ANSWER.first(db, {"root_id": root_id, "run_id": run_id, "attempt": attempt})
     return (row[0], row[1]) if row is not None else None
 
 
-def _attempt_failed_stmt(dialect: str) -> Any:
+def _attempt_failed_stmt(dialect: str) -> Prepared:
     insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
     stmt = insert_fn(AttemptRow.__table__)  # type: ignore[attr-defined]
-    return stmt.on_conflict_do_update(
+    upsert = stmt.on_conflict_do_update(
         index_elements=["root_id", "run_id", "attempt"],
         set_={"status": stmt.excluded.status, "failed_at": stmt.excluded.failed_at},
     )
+    return Prepared(upsert, columns=["root_id", "run_id", "attempt", "status", "failed_at"])
 
 
 _ATTEMPT_FAILED = {dialect: _attempt_failed_stmt(dialect) for dialect in ("postgresql", "sqlite")}
@@ -175,7 +206,7 @@ def mark_attempt_failed(
         "status": "failed",
         "failed_at": now,
     }
-    db.connection().execute(_ATTEMPT_FAILED[_dialect(db)], values)
+    _ATTEMPT_FAILED[_dialect(db)].run(db, values)
 
 
 def list_failures(db: Session, root_id: str) -> list[FailureRow]:
@@ -201,7 +232,7 @@ def insert_now(db: Session, row: SQLModel) -> None:
     table must not rely on a generated key)."""
     table = row.__table__  # type: ignore[attr-defined]
     values = {column.name: getattr(row, column.key) for column in table.columns}
-    db.connection().execute(insert(table), values)
+    _insert_into(table).run(db, values)
 
 
 def update_now(db: Session, row: SQLModel, values: dict[str, Any]) -> None:
@@ -212,20 +243,31 @@ def update_now(db: Session, row: SQLModel, values: dict[str, Any]) -> None:
     have no other unsaved change: the unit of work is left nothing to write."""
     table: Table = row.__table__  # type: ignore[attr-defined]
     keys = {f"key_{column.name}": getattr(row, column.key) for column in table.primary_key}
-    db.connection().execute(_update_by_key(table), keys | values)
+    _update_by_key(table, tuple(values)).run(db, keys | values)
     for name, value in values.items():
         set_committed_value(row, name, value)
 
 
-_UPDATES_BY_KEY: dict[Table, Update] = {}
+_INSERTS: dict[Table, Prepared] = {}
+_UPDATES_BY_KEY: dict[tuple[Table, tuple[str, ...]], Prepared] = {}
 
 
-def _update_by_key(table: Table) -> Update:
-    """UPDATE `table` WHERE its key is :key_<column>; the SET clause follows the parameters."""
-    stmt = _UPDATES_BY_KEY.get(table)
+def _insert_into(table: Table) -> Prepared:
+    """INSERT INTO `table` every column, from parameters named as the columns."""
+    stmt = _INSERTS.get(table)
+    if stmt is None:
+        names = [column.name for column in table.columns]
+        stmt = _INSERTS[table] = Prepared(insert(table), columns=names)
+    return stmt
+
+
+def _update_by_key(table: Table, names: tuple[str, ...]) -> Prepared:
+    """UPDATE `table` SET `names` WHERE its key is :key_<column>."""
+    stmt = _UPDATES_BY_KEY.get((table, names))
     if stmt is None:
         where = [column == bindparam(f"key_{column.name}") for column in table.primary_key]
-        stmt = _UPDATES_BY_KEY[table] = update(table).where(*where)
+        stmt = Prepared(update(table).where(*where), columns=names)
+        _UPDATES_BY_KEY[(table, names)] = stmt
     return stmt
 
 
@@ -256,7 +298,7 @@ def append_timeline(
         "mark_id": mark_id,
         "detail": detail or {},
     }
-    db.connection().execute(_APPEND_TIMELINE, values)
+    _APPEND_TIMELINE.run(db, values)
 
 
 def append_mark_event(
@@ -345,6 +387,13 @@ def get_tombstone(db: Session, root_id: str) -> TombstoneRow | None:
     return db.get(TombstoneRow, root_id)
 
 
+def tombstone_deleted_at(db: Session, root_id: str) -> datetime | None:
+    """When the root_id's tombstone was written; None when it has none."""
+    found = _TOMBSTONE_DELETED_AT.first(db, {"root_id": root_id})
+    deleted_at: datetime | None = found[0] if found is not None else None
+    return deleted_at
+
+
 def put_tombstone(db: Session, row: TombstoneRow) -> None:
     """Write a tombstone, replacing an older one for a root_id that was reused."""
     db.merge(row)
@@ -374,10 +423,11 @@ def record_heartbeat(
         row.pid = pid
 
 
-_LATEST_HEARTBEAT = select(func.max(col(SweeperHeartbeatRow.seen_at)))
+_LATEST_HEARTBEAT = Prepared(select(func.max(col(SweeperHeartbeatRow.seen_at))))
 
 
 def latest_heartbeat(db: Session) -> datetime | None:
     """When any sweeper was last seen."""
-    latest: datetime | None = db.scalar(_LATEST_HEARTBEAT)
+    found = _LATEST_HEARTBEAT.first(db, {})
+    latest: datetime | None = found[0] if found is not None else None
     return latest
