@@ -32,6 +32,7 @@ from app.domain.tombstones import refuse_if_deleted
 from app.logs import log_event
 from app.models import FailureRow, MarkRow, RunRow, SessionRow
 from app.repository import sessions as repo
+from app.repository.prepared import row_of
 from app.sweeper import queries
 from app.sweeper.holds import hold_after_resume
 from parsers.verdict import Verdict
@@ -236,7 +237,7 @@ def _earlier_answer(db: Session, read: ReadReport) -> JSON | None:
 
 def _failure_row(read: ReadReport, ctx: Context) -> FailureRow:
     report, verdict = read.report, read.verdict
-    return FailureRow(
+    values = dict(
         root_id=report.root_id,
         run_id=report.run_id,
         attempt=report.attempt,
@@ -264,6 +265,8 @@ def _failure_row(read: ReadReport, ctx: Context) -> FailureRow:
         answer={},
         reported_by=ctx.actor,
     )
+    failure: FailureRow = row_of(FailureRow, values)
+    return failure
 
 
 def failure_banner(failure: FailureRow, ctx: Context) -> JSON:
@@ -350,14 +353,10 @@ def _move_run_and_attempt(
     report = read.report
     run = runs.get(report.run_id)
     if run is None:
-        run = RunRow(
-            root_id=report.root_id,
-            run_id=report.run_id,
-            status="paused",
-            current_attempt=report.attempt,
-            created_at=ctx.now,
-            updated_at=ctx.now,
-        )
+        run = row_of(RunRow, {
+            "root_id": report.root_id, "run_id": report.run_id, "status": "paused",
+            "current_attempt": report.attempt, "created_at": ctx.now, "updated_at": ctx.now,
+        })  # fmt: skip
         runs[report.run_id] = run
         repo.insert_now(db, run)
     elif report.attempt >= run.current_attempt:
