@@ -284,7 +284,9 @@ class GroupWriter:
         for waiter in group:
             by_loop.setdefault(waiter.loop, []).append(waiter)
         for loop, waiters in by_loop.items():
-            with suppress(RuntimeError):  # that loop is closed: its callers are gone
+            # A closed loop (RuntimeError) has no callers left to tell; nothing may stop the
+            # writer thread, or every later write would wait for ever.
+            with suppress(Exception):
                 loop.call_soon_threadsafe(_settle_all, waiters)
 
 
