@@ -31,10 +31,10 @@ _RETURN = {"synchronize_session": False, "populate_existing": True}
 # The auto-resume route's statements are built once: building one costs more than running it
 # on SQLite, and a built one finds its compiled form in the cache at once.
 _IS_LIVE, _LIVE_CONSTANTS = one_of(col(MarkRow.state), "live", LIVE_STATES)
-_MARK_COLUMNS = [column.name for column in MarkRow.__table__.columns]  # type: ignore[attr-defined]
 _LIVE_MARK = Prepared.rows_of(
     MarkRow, (col(MarkRow.root_id) == bindparam("root_id")) & _IS_LIVE, constants=_LIVE_CONSTANTS
 )
+_MARK_COLUMNS = _LIVE_MARK.names
 _LATEST_MARK = (
     select(MarkRow)
     .where(col(MarkRow.root_id) == bindparam("root_id"))
@@ -51,17 +51,16 @@ _REFRESH = {"populate_existing": True}
 
 def _attempt_resumed_before_stmt(rearmable: tuple[str, ...]) -> Prepared:
     clear_rearmable, constants = one_of(col(MarkRow.clear_reason), "rearmable", rearmable)
-    not_live, live_constants = one_of(col(MarkRow.state), "live", LIVE_STATES)
     stmt = select(
         exists().where(
             col(MarkRow.root_id) == bindparam("root_id"),
             col(MarkRow.run_id) == bindparam("run_id"),
             col(MarkRow.attempt) == bindparam("attempt"),
-            ~not_live,
+            ~_IS_LIVE,
             or_(col(MarkRow.clear_reason).is_(None), ~clear_rearmable),
         )
     )
-    return Prepared(stmt, constants=constants | live_constants)
+    return Prepared(stmt, constants=constants | _LIVE_CONSTANTS)
 
 
 _ATTEMPT_RESUMED_BEFORE: dict[tuple[str, ...], Prepared] = {}

@@ -66,6 +66,7 @@ class Prepared:
         self._results = results
         self._constants = dict(constants or {})
         self.model: type[Any] | None = None
+        self.names: tuple[str, ...] = ()
         self._forms: WeakKeyDictionary[Dialect, _Form] = WeakKeyDictionary()
         self._lock = threading.Lock()
 
@@ -132,19 +133,21 @@ class Prepared:
         ]  # fmt: skip
 
     @classmethod
-    def rows_of(cls, model: type[Any], where: ColumnElement[bool], **kwargs: Any) -> Prepared:
-        """SELECT every column of `model`'s table WHERE `where`; `objects` and `one` give the
-        rows as persistent objects of the session."""
-        table = model.__table__
-        prepared = cls(select(*table.columns).where(where), **kwargs)
+    def rows_of(
+        cls, model: type[Any], where: ColumnElement[bool], *, lock: bool = False, **kwargs: Any
+    ) -> Prepared:
+        """SELECT every column of `model`'s table WHERE `where` (FOR NO KEY UPDATE with
+        `lock`); `objects` and `one` give the rows as persistent objects of the session."""
+        stmt = select(*model.__table__.columns).where(where)
+        prepared = cls(stmt.with_for_update(key_share=True) if lock else stmt, **kwargs)
         prepared.model = model
+        prepared.names = tuple(column.name for column in model.__table__.columns)
         return prepared
 
     def objects(self, db: Session, params: Mapping[str, Any]) -> list[Any]:
         """The rows as objects of the model given to `rows_of`, attached to `db`."""
-        model = self.model
+        model, names = self.model, self.names
         assert model is not None, "objects() needs a statement made by rows_of()"
-        names = [column.name for column in model.__table__.columns]
         return [attached(db, model, dict(zip(names, row, strict=True)))
                 for row in self.rows(db, params)]  # fmt: skip
 

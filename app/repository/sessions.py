@@ -36,11 +36,8 @@ def _dialect(db: Session) -> str:
 # timeline rows for it (their foreign key takes KEY SHARE on this row). With FOR UPDATE, a
 # request holding the session and waiting for a mark deadlocked with a sweeper holding that
 # mark and appending its timeline entry.
-_SESSION_COLUMNS = tuple(SessionRow.__table__.columns)  # type: ignore[attr-defined]
-_LOCK_SESSION = Prepared(
-    select(*_SESSION_COLUMNS)
-    .where(col(SessionRow.root_id) == bindparam("root_id"))
-    .with_for_update(key_share=True)
+_LOCK_SESSION = Prepared.rows_of(
+    SessionRow, col(SessionRow.root_id) == bindparam("root_id"), lock=True
 )
 _ONE_FAILURE = (
     (col(FailureRow.root_id) == bindparam("root_id"))
@@ -73,11 +70,7 @@ _TOMBSTONE_DELETED_AT = Prepared(
 
 def lock_session(db: Session, root_id: str) -> SessionRow | None:
     """The session row, locked until the transaction ends (PostgreSQL; SQLite is serialized)."""
-    found = _LOCK_SESSION.first(db, {"root_id": root_id})
-    if found is None:
-        return None
-    values = {column.name: value for column, value in zip(_SESSION_COLUMNS, found, strict=True)}
-    session: SessionRow = attached(db, SessionRow, values)
+    session: SessionRow | None = _LOCK_SESSION.one(db, {"root_id": root_id})
     return session
 
 
@@ -109,7 +102,7 @@ def ensure_session(db: Session, root_id: str, now: datetime) -> tuple[SessionRow
         "root_id": root_id, "state": "running", "created_at": now, "updated_at": now,
     }  # fmt: skip
     if _CREATE_SESSION[_dialect(db)].first(db, values) is not None:
-        unset = {column.name: None for column in _SESSION_COLUMNS if column.name not in values}
+        unset = {name: None for name in _LOCK_SESSION.names if name not in values}
         created: SessionRow = attached(db, SessionRow, values | unset)
         return created, True
     row = lock_session(db, root_id)
