@@ -17,16 +17,19 @@ from app.repository import sessions as repo
 def kept_tombstone(db: Session, root_id: str, ctx: Context) -> TombstoneRow | None:
     """The root_id's tombstone while within the retention; None before a delete or after it."""
     row = repo.get_tombstone(db, root_id)
-    if row is None or not tombstone_kept(row.deleted_at, ctx.now, ctx.tombstone_retention_days):
-        return None
-    return row
+    return row if row is not None and _kept(row.deleted_at, ctx) else None
 
 
 def refuse_if_deleted(db: Session, root_id: str, ctx: Context) -> None:
     """410 session_deleted while the root_id's tombstone is kept."""
     deleted_at = repo.tombstone_deleted_at(db, root_id)
-    if deleted_at is not None and tombstone_kept(deleted_at, ctx.now, ctx.tombstone_retention_days):
+    if deleted_at is not None and _kept(deleted_at, ctx):
         raise DomainError("session_deleted", f"session {root_id!r} was deleted")
+
+
+def _kept(deleted_at: datetime, ctx: Context) -> bool:
+    """Whether a tombstone written at `deleted_at` is still within the retention."""
+    return tombstone_kept(deleted_at, ctx.now, ctx.tombstone_retention_days)
 
 
 def purge_expired(db: Session, now: datetime, retention_days: int) -> int:

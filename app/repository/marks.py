@@ -91,8 +91,7 @@ def attempt_resumed_before(
     stmt = _ATTEMPT_RESUMED_BEFORE.get(key)
     if stmt is None:
         stmt = _ATTEMPT_RESUMED_BEFORE[key] = _attempt_resumed_before_stmt(key)
-    found = stmt.first(db, {"root_id": root_id, "run_id": run_id, "attempt": attempt})
-    return bool(found and found[0])
+    return bool(stmt.scalar(db, {"root_id": root_id, "run_id": run_id, "attempt": attempt}))
 
 
 def marks_of_run_in(

@@ -159,6 +159,11 @@ class Prepared:
         found = self.rows(db, params)
         return found[0] if found else None
 
+    def scalar(self, db: Session, params: Mapping[str, Any]) -> Any:
+        """The first column of the first row; None when there is no row."""
+        found = self.first(db, params)
+        return found[0] if found is not None else None
+
     def run(self, db: Session, params: Mapping[str, Any]) -> None:
         """Run a statement whose rows, if any, are not wanted."""
         self.rows(db, params)

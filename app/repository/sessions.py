@@ -58,10 +58,9 @@ _GET_RUN = Prepared.rows_of(
     (col(RunRow.root_id) == bindparam("root_id")) & (col(RunRow.run_id) == bindparam("run_id")),
 )
 _GET_FAILURE = Prepared.rows_of(FailureRow, _ONE_FAILURE)
-_TIMELINE_COLUMNS = ("root_id", "at", "event", "actor", "run_id", "attempt", "mark_id", "detail")
+_TIMELINE = TimelineRow.__table__  # type: ignore[attr-defined]
 _APPEND_TIMELINE = Prepared(
-    insert(TimelineRow.__table__),  # type: ignore[attr-defined]
-    columns=_TIMELINE_COLUMNS,
+    insert(_TIMELINE), columns=[column.name for column in _TIMELINE.columns if column.name != "id"]
 )
 _TOMBSTONE_DELETED_AT = Prepared(
     select(col(TombstoneRow.deleted_at)).where(col(TombstoneRow.root_id) == bindparam("root_id"))
@@ -158,10 +157,8 @@ def failure_observed_at(db: Session, root_id: str, run_id: str, attempt: int) ->
 
     Failures are written with `insert_now`, never left pending in the session, so this reads
     through the connection without flushing the session first."""
-    found = _FAILURE_OBSERVED_AT.first(
-        db, {"root_id": root_id, "run_id": run_id, "attempt": attempt}
-    )
-    observed: datetime | None = found[0] if found is not None else None
+    params = {"root_id": root_id, "run_id": run_id, "attempt": attempt}
+    observed: datetime | None = _FAILURE_OBSERVED_AT.scalar(db, params)
     return observed
 
 
@@ -382,8 +379,7 @@ def get_tombstone(db: Session, root_id: str) -> TombstoneRow | None:
 
 def tombstone_deleted_at(db: Session, root_id: str) -> datetime | None:
     """When the root_id's tombstone was written; None when it has none."""
-    found = _TOMBSTONE_DELETED_AT.first(db, {"root_id": root_id})
-    deleted_at: datetime | None = found[0] if found is not None else None
+    deleted_at: datetime | None = _TOMBSTONE_DELETED_AT.scalar(db, {"root_id": root_id})
     return deleted_at
 
 
@@ -421,6 +417,5 @@ _LATEST_HEARTBEAT = Prepared(select(func.max(col(SweeperHeartbeatRow.seen_at))))
 
 def latest_heartbeat(db: Session) -> datetime | None:
     """When any sweeper was last seen."""
-    found = _LATEST_HEARTBEAT.first(db, {})
-    latest: datetime | None = found[0] if found is not None else None
+    latest: datetime | None = _LATEST_HEARTBEAT.scalar(db, {})
     return latest
