@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Table, bindparam, delete, exists, func, insert, select, update
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.attributes import instance_dict, set_committed_value
 from sqlmodel import Session, SQLModel, col
 
 from app.models import (
@@ -221,7 +221,8 @@ def insert_now(db: Session, row: SQLModel) -> None:
     (a run before its attempt, the attempt before its failure). `row` stays as built (its
     table must not rely on a generated key)."""
     table = row.__table__  # type: ignore[attr-defined]
-    values = {column.name: getattr(row, column.key) for column in table.columns}
+    held = instance_dict(row)  # what getattr would read, without the descriptor per column
+    values = {column.name: held.get(column.key) for column in table.columns}
     _insert_into(table).run(db, values)
 
 

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import IntegrityError, OperationalError
 from sqlmodel import Session
 
 from app.db import Database
@@ -114,4 +114,64 @@ def test_every_queued_write_is_answered(sqlite_url: str, writes: int) -> None:
 
     assert len(asyncio.run(all_at_once())) == writes
     assert _stored(database, roots) == set(roots)
+    database.dispose()
+
+
+def test_a_write_failing_in_its_flush_leaves_the_next_write_of_the_group_whole(
+    sqlite_url: str,
+) -> None:
+    """A write whose ORM flush fails (a duplicate key) gets its IntegrityError; the next
+    write of the same group starts on a clean session and is committed."""
+    database = Database(sqlite_url)
+    taken, after = (f"group-{uuid.uuid4().hex[:10]}" for _ in range(2))
+    asyncio.run(database.write(_add_session(taken)))
+
+    def sees_nothing_of_the_last(db: Session) -> list[Any]:
+        seen = list(db.identity_map.values())
+        _add_session(after)(db)
+        return seen
+
+    works = [_add_session(taken), sees_nothing_of_the_last]
+    outcomes = asyncio.run(_queued_behind_a_held_write(database, works))
+    assert isinstance(outcomes[0], IntegrityError)
+    assert outcomes[1] == []
+    assert _stored(database, [taken, after]) == {taken, after}
+    database.dispose()
+
+
+def test_no_object_of_one_write_is_seen_by_the_next(sqlite_url: str) -> None:
+    """Writes sharing a transaction share no objects: the second finds an empty session."""
+    database = Database(sqlite_url)
+    first, second = (f"group-{uuid.uuid4().hex[:10]}" for _ in range(2))
+
+    def count_objects_then_add(root_id: str) -> Any:
+        def work(db: Session) -> tuple[int, SessionRow]:
+            seen = len(db.identity_map)
+            row = SessionRow(root_id=root_id, state="running", created_at=NOW, updated_at=NOW)
+            db.add(row)
+            db.flush()
+            return seen, row  # the answer holds the object: the session's map is weak
+
+        return work
+
+    outcomes = asyncio.run(
+        _queued_behind_a_held_write(
+            database, [count_objects_then_add(first), count_objects_then_add(second)]
+        )
+    )
+    assert [seen for seen, _row in outcomes] == [0, 0]
+    database.dispose()
+
+
+def test_a_savepoint_statement_that_fails_raises_as_sqlalchemy_raises(sqlite_url: str) -> None:
+    """SAVEPOINT, RELEASE and ROLLBACK TO run as plain text, and an error among them is raised
+    as SQLAlchemy's OperationalError, not the driver's."""
+    database = Database(sqlite_url)
+    dialect = database.engine.dialect
+    with database.engine.connect() as connection, connection.begin():
+        dialect.do_savepoint(connection, "rewake_test")
+        dialect.do_rollback_to_savepoint(connection, "rewake_test")
+        dialect.do_release_savepoint(connection, "rewake_test")
+        with pytest.raises(OperationalError, match="no such savepoint"):
+            dialect.do_release_savepoint(connection, "never_made")
     database.dispose()

@@ -186,3 +186,34 @@ def _row_values(db: Any, root_id: str) -> dict[str, Any]:
     columns = SessionRow.__table__.columns  # type: ignore[attr-defined]
     row = db.connection().execute(select(*columns).where(columns.root_id == root_id)).one()
     return dict(row._mapping)
+
+
+def test_a_statement_after_a_commit_runs_in_the_new_transaction(database: Database) -> None:
+    """The connection a session's statements run on is kept per transaction: after a commit
+    the next statement begins a new transaction, whose rollback undoes it."""
+    kept, undone = _root(), _root()
+    with database.writer() as db:
+        with db.begin():
+            repo.ensure_session(db, kept, NOW)
+        with db.begin():
+            repo.ensure_session(db, undone, NOW)
+            db.rollback()
+    with database.reader() as db:
+        assert db.get(SessionRow, kept) is not None
+        assert db.get(SessionRow, undone) is None
+
+
+def test_a_savepoint_begun_after_a_statement_still_holds_the_next_one(
+    database: Database,
+) -> None:
+    """A nested transaction begun after the session's first statement is emitted before the
+    next one, so rolling it back undoes that statement and nothing before it."""
+    before, inside = _root(), _root()
+    with database.writer() as db, db.begin():
+        repo.ensure_session(db, before, NOW)
+        nested = db.begin_nested()
+        repo.ensure_session(db, inside, NOW)
+        nested.rollback()
+    with database.reader() as db:
+        assert db.get(SessionRow, before) is not None
+        assert db.get(SessionRow, inside) is None

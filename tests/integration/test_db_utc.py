@@ -6,10 +6,14 @@ import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import text
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.types import TypeDecorator
 
 from app import marks as sweeper
-from app.db import Database
+from app.db import Database, UTCDateTime
 from app.models import MarkRow, SessionRow
 from app.repository import marks as mark_repo
 
@@ -69,3 +73,38 @@ def test_naive_datetimes_are_refused(sqlite_url: str) -> None:
     with pytest.raises(Exception, match="naive datetime"):
         _session_with_mark(database, datetime(2026, 11, 30, 9, 0))
     database.dispose()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.datetimes(
+        min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
+        timezones=st.sampled_from([UTC, EST, timezone(timedelta(hours=5, minutes=45))]),
+    )
+)  # fmt: skip
+def test_the_sqlite_text_is_the_one_sqlalchemy_writes(value: datetime) -> None:
+    """UTCDateTime's one-step SQLite bind gives, for any aware instant, the text that its
+    check-then-convert step and SQLite's DATETIME formatting give together."""
+    dialect = sqlite.dialect()
+    column = UTCDateTime().dialect_impl(dialect)
+    one_step = column.bind_processor(dialect)
+    two_steps = TypeDecorator.bind_processor(column, dialect)
+    assert one_step is not None and two_steps is not None
+    assert one_step(value) == two_steps(value)
+    utc = value.astimezone(UTC)
+    assert one_step(value) == (
+        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d} "
+        f"{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}.{utc.microsecond:06d}"
+    )
+
+
+def test_the_sqlite_bind_refuses_what_is_no_aware_datetime() -> None:
+    """The one-step bind keeps the checks: None stays NULL, naive and non-datetimes raise."""
+    dialect = sqlite.dialect()
+    process = UTCDateTime().dialect_impl(dialect).bind_processor(dialect)
+    assert process is not None
+    assert process(None) is None
+    with pytest.raises(ValueError, match="naive datetime"):
+        process(datetime(2026, 11, 30, 9, 0))
+    with pytest.raises(TypeError, match="expected a datetime"):
+        process("2026-11-30 09:00:00")
