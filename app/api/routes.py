@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import Ctx, Reader, Svc
+from app.api.deps import Ctx, Reader, Services, Svc, context_of
 from app.api.json_body import TolerantJSONRoute
 from app.api.schemas import (
     AttemptBody,
@@ -60,8 +60,20 @@ def get_tombstone(root_id: RootId, ctx: Ctx, db: Reader) -> JSONResponse:
     summary="Report a failed attempt (201 when new, 200 for the same report again)",
 )
 async def report_failure(
-    root_id: RootId, run_id: RunId, body: FailureBody, ctx: Ctx, svc: Svc
+    root_id: RootId, run_id: RunId, body: FailureBody, request: Request
 ) -> JSONResponse:
+    # Well-formed reports are answered by app.api.hot.FailureIntake before they get here;
+    # this route answers the rest, and describes the route in the schema.
+    return await accept_failure(request, root_id, run_id, body)
+
+
+async def accept_failure(
+    request: Request, root_id: str, run_id: str, body: FailureBody
+) -> JSONResponse:
+    """Read, store and answer a failure report whose ids and body are valid. The services and
+    the context come from the request: the busiest route resolves no dependencies."""
+    svc: Services = request.app.state.services
+    ctx = context_of(request)
     _refuse_reserved(root_id)
     report = body.to_report(root_id, run_id)
     if len(report.message) > INLINE_PARSE_CHARS or report.events:
