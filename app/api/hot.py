@@ -51,9 +51,11 @@ class FailureIntake:
             return
         request = Request(scope, receive)
         try:
-            raw = await request.body()
-        except Exception as error:  # the body limit refused it, or the client went away
+            raw = await _body(receive)
+        except Exception as error:  # the body limit refused it
             await _answer_error(request, error, scope, receive, send)
+            return
+        if raw is None:  # the client went away: nobody to answer
             return
         body = _valid_body(raw)
         if body is None:  # FastAPI says why, as it always has
@@ -65,6 +67,18 @@ class FailureIntake:
             await _answer_error(request, error, scope, receive, send)
             return
         await response(scope, receive, send)
+
+
+async def _body(receive: Receive) -> bytes | None:
+    """The whole request body; None when the client disconnected before sending it."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
 def _is_json(scope: Scope) -> bool:

@@ -130,7 +130,7 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
     failure with its answer in one INSERT), and what is known already is not asked again: a
     session created by this report has no runs, failures or marks yet."""
     report = read.report
-    session, created = _locked_or_new_session(db, report.root_id, ctx)
+    session, created = _locked_or_new_session(db, report, ctx)
     earlier = None if created else _earlier_answer(db, read)
     if earlier is not None:
         repo.note_host_seen(session, ctx.now)
@@ -143,7 +143,7 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
         db, open_marks, report.run_id, report.attempt, ctx, source="reported failed",
         failure_kind=read.failure_kind,
     )  # fmt: skip
-    becomes_current = _becomes_current(db, session, point)
+    becomes_current = created or _becomes_current(db, session, point)
     run = _move_run_and_attempt(db, runs, read, ctx)
     _move_session(db, session, runs, point if becomes_current else None, ctx)
     failure = _failure_row(read, ctx)
@@ -208,16 +208,31 @@ def _move_session(
     }
     if current is not None:
         changes |= {"current_run_id": current.run_id, "current_attempt": current.attempt}
-    repo.update_now(db, session, changes)
+    changed = {name: value for name, value in changes.items() if getattr(session, name) != value}
+    if changed:
+        repo.update_now(db, session, changed)
 
 
-def _locked_or_new_session(db: Session, root_id: str, ctx: Context) -> tuple[SessionRow, bool]:
-    """The report's session, locked; created on first sight (410 while a tombstone is kept)."""
-    session = repo.lock_session(db, root_id)
+def _locked_or_new_session(
+    db: Session, report: FailureReport, ctx: Context
+) -> tuple[SessionRow, bool]:
+    """The report's session, locked; created on first sight (410 while a tombstone is kept).
+
+    A session this report creates is created as the report leaves it (its one run paused,
+    this failure current, its host seen now), so that `_move_session` finds nothing to
+    change; were these values wrong, it would still write the right ones."""
+    session = repo.lock_session(db, report.root_id)
     if session is not None:
         return session, False
-    refuse_if_deleted(db, root_id, ctx)
-    return repo.ensure_session(db, root_id, ctx.now)
+    refuse_if_deleted(db, report.root_id, ctx)
+    first = {
+        "state": session_state(False, ["paused"]),
+        "host_seen_at": ctx.now,
+        "current_run_id": report.run_id,
+        "current_attempt": report.attempt,
+    }
+    # Not added to `db`: this route writes the session's changes itself (`_move_session`).
+    return repo.ensure_session(db, report.root_id, ctx.now, first, attach=False)
 
 
 def _earlier_answer(db: Session, read: ReadReport) -> JSON | None:

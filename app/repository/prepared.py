@@ -39,9 +39,10 @@ class _Form(NamedTuple):
     """A statement as one dialect runs it."""
 
     sql: str
-    #: The parameter names in placeholder order (positional paramstyles), else None.
-    order: tuple[str, ...] | None
-    binds: tuple[tuple[str, Callable[[Any], Any]], ...]
+    #: Whether the dialect's placeholders are positional (a tuple of values) or named.
+    positional: bool
+    #: Positional: every parameter in placeholder order; named: those with a bind processor.
+    params: tuple[tuple[str, Processor], ...]
     results: tuple[Processor, ...]
 
 
@@ -68,24 +69,29 @@ class Prepared:
         self.model: type[Any] | None = None
         self.names: tuple[str, ...] = ()
         self._forms: WeakKeyDictionary[Dialect, _Form] = WeakKeyDictionary()
+        #: The dialect and form of the last run, looked up without the weak dictionary.
+        self._last: tuple[Dialect, _Form] | None = None
         self._lock = threading.Lock()
 
     def _form(self, dialect: Dialect) -> _Form:
+        last = self._last
+        if last is not None and last[0] is dialect:
+            return last[1]
         form = self._forms.get(dialect)
         if form is None:
             with self._lock:
                 form = self._forms.get(dialect) or self._compile(dialect)
                 self._forms[dialect] = form
+        self._last = (dialect, form)
         return form
 
     def _compile(self, dialect: Dialect) -> _Form:
         compiled = self.statement.compile(dialect=dialect, column_keys=self.columns)
         assert isinstance(compiled, SQLCompiler)
-        binds = []
-        for name, bind in compiled.binds.items():
-            process = bind.type.dialect_impl(dialect).bind_processor(dialect)
-            if process is not None:
-                binds.append((name, process))
+        processors = {
+            name: bind.type.dialect_impl(dialect).bind_processor(dialect)
+            for name, bind in compiled.binds.items()
+        }
         selected = self._results
         if selected is None:
             selected = list(getattr(self.statement, "selected_columns", ()))
@@ -93,8 +99,12 @@ class Prepared:
             column.type.dialect_impl(dialect).result_processor(dialect, None)
             for column in selected
         )
-        order = tuple(compiled.positiontup or ()) if compiled.positional else None
-        return _Form(compiled.string, order, tuple(binds), results)
+        if compiled.positional:
+            names: tuple[str, ...] = tuple(compiled.positiontup or ())
+        else:
+            names = tuple(name for name, process in processors.items() if process is not None)
+        params = tuple((name, processors.get(name)) for name in names)
+        return _Form(compiled.string, compiled.positional, params, results)
 
     def rows(self, db: Session, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         """Run the statement in `db`'s transaction; the rows it returns, converted.
@@ -103,16 +113,19 @@ class Prepared:
         db.flush()
         dialect, dbapi_connection = _connection_of(db)
         form = self._form(dialect)
-        values = self._constants | dict(params) if self._constants else dict(params)
-        for name, process in form.binds:
-            if name in values:
-                values[name] = process(values[name])
+        given = {**self._constants, **params} if self._constants else params
+        bound: tuple[Any, ...] | dict[str, Any]
+        if form.positional:
+            bound = tuple([given[name] if process is None else process(given[name])
+                           for name, process in form.params])  # fmt: skip
+        else:
+            bound = dict(given)
+            for name, process in form.params:
+                if name in bound:
+                    bound[name] = process(bound[name])  # type: ignore[misc]
         cursor = dbapi_connection.cursor()
         try:
-            if form.order is not None:
-                cursor.execute(form.sql, tuple(values[name] for name in form.order))
-            else:
-                cursor.execute(form.sql, values)
+            cursor.execute(form.sql, bound)
             fetched = [] if cursor.description is None or not form.results else cursor.fetchall()
         except dialect.loaded_dbapi.Error as error:
             raise DBAPIError.instance(
@@ -185,8 +198,9 @@ def _connection_of(db: Session) -> tuple[Dialect, Any]:
         return held[1], held[2]
     connection = db.connection()
     current = db.get_nested_transaction() or db.get_transaction()
-    db.info[_HELD] = (current, connection.dialect, connection.connection)
-    return connection.dialect, connection.connection
+    driver = connection.connection.driver_connection  # the pool's wrapper adds nothing here
+    db.info[_HELD] = (current, connection.dialect, driver)
+    return connection.dialect, driver
 
 
 def one_of(column: Any, name: str, values: Sequence[Any]) -> tuple[Any, dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -22,7 +23,7 @@ from app.models import (
     TimelineRow,
     TombstoneRow,
 )
-from app.repository.prepared import Prepared, attached
+from app.repository.prepared import Prepared, attached, row_of
 
 
 def _dialect(db: Session) -> str:
@@ -73,16 +74,16 @@ def lock_session(db: Session, root_id: str) -> SessionRow | None:
     return session
 
 
+#: What a new session row may be given beyond its key and its instants (`ensure_session`).
+FIRST_VALUES = ("state", "host_seen_at", "current_run_id", "current_attempt")
+
+
 def _create_session_stmt(dialect: str) -> Prepared:
     insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
+    columns = ("root_id", "created_at", "updated_at", *FIRST_VALUES)
     stmt = (
         insert_fn(SessionRow)
-        .values(
-            root_id=bindparam("root_id"),
-            state=bindparam("state"),
-            created_at=bindparam("created_at"),
-            updated_at=bindparam("updated_at"),
-        )
+        .values({name: bindparam(name) for name in columns})
         .on_conflict_do_nothing(index_elements=["root_id"])
         .returning(col(SessionRow.root_id))
     )
@@ -92,17 +93,34 @@ def _create_session_stmt(dialect: str) -> Prepared:
 _CREATE_SESSION = {dialect: _create_session_stmt(dialect) for dialect in ("postgresql", "sqlite")}
 
 
-def ensure_session(db: Session, root_id: str, now: datetime) -> tuple[SessionRow, bool]:
+def ensure_session(
+    db: Session,
+    root_id: str,
+    now: datetime,
+    first: Mapping[str, Any] | None = None,
+    *,
+    attach: bool = True,
+) -> tuple[SessionRow, bool]:
     """The locked session row, created on first sight; and whether it was created now.
 
-    The row this transaction inserts is its own until the commit, so it is known from the
-    values inserted; only when another writer created it first is it read (and locked)."""
+    A created row is `running` unless `first` (names of FIRST_VALUES) says what it is from
+    the start, so that a caller that knows saves itself an UPDATE. The row this transaction
+    inserts is its own until the commit, so it is known from the values inserted; only when
+    another writer created it first is it read (and locked). A created row is added to the
+    session unless `attach` is false: then it is a copy whose changes the caller writes
+    itself (`update_now`); adding it costs a tenth of a failure report's writing."""
     values: dict[str, Any] = {
         "root_id": root_id, "state": "running", "created_at": now, "updated_at": now,
+        "host_seen_at": None, "current_run_id": None, "current_attempt": None,
     }  # fmt: skip
+    if first:
+        values |= {name: first[name] for name in FIRST_VALUES if name in first}
     if _CREATE_SESSION[_dialect(db)].first(db, values) is not None:
         unset = {name: None for name in _LOCK_SESSION.names if name not in values}
-        created: SessionRow = attached(db, SessionRow, values | unset)
+        values |= unset
+        created: SessionRow = attached(db, SessionRow, values) if attach else row_of(
+            SessionRow, values
+        )
         return created, True
     row = lock_session(db, root_id)
     assert row is not None  # inserted or already there, and rows are only deleted under lock
