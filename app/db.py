@@ -61,17 +61,11 @@ class UTCDateTime(TypeDecorator[datetime]):
         """On SQLite, `process_bind_param` and the SQLite DATETIME's own text formatting in
         one step: the failure route binds a dozen instants, and the two-step path cost more
         than the statements they go to. The text is the one SQLAlchemy writes, to the
-        microsecond ("YYYY-MM-DD HH:MM:SS.ffffff"); tests compare the two."""
+        microsecond ("YYYY-MM-DD HH:MM:SS.ffffff"); tests compare the two. The request's
+        `now`, bound in several statements, is formatted once."""
         if dialect.name != "sqlite":
             return super().bind_processor(dialect)
-
-        def process(value: Any) -> str | None:
-            if value is None:
-                return None
-            # "YYYY-MM-DD HH:MM:SS.ffffff+00:00" without its offset.
-            return _as_utc(value).isoformat(" ", "microseconds")[:-6]
-
-        return process
+        return _sqlite_text
 
     def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
         if value is None:
@@ -89,6 +83,24 @@ def _as_utc(value: Any) -> datetime:
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValueError(f"naive datetime {value.isoformat()} cannot be stored as an instant")
     return value.astimezone(UTC)
+
+
+#: The instant last written as SQLite text, and its text: a write binds the same instant (the
+#: request's `now`) in several statements. One tuple, swapped whole: a thread sees a pair.
+_last_sqlite_text: tuple[Any, str] = (None, "")
+
+
+def _sqlite_text(value: Any) -> str | None:
+    """An aware instant as the UTC text SQLite stores ("YYYY-MM-DD HH:MM:SS.ffffff")."""
+    global _last_sqlite_text
+    if value is None:
+        return None
+    seen, text = _last_sqlite_text
+    if value is seen:  # the same object: datetimes are immutable
+        return text
+    text = _as_utc(value).isoformat(" ", "microseconds")[:-6]  # without "+00:00"
+    _last_sqlite_text = (value, text)
+    return text
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
@@ -257,19 +269,29 @@ class _Waiter:
 
 class GroupWriter:
     """SQLite's writes on one thread, with group commit: the writes that queued while the
-    previous transaction ran share the next one, each in a savepoint of its own.
+    previous transaction ran share the next one.
 
-    A write that raises rolls back its savepoint only; the others commit. Every caller hears
-    of its own write only after the shared COMMIT, so an answer never tells of a change that
-    is not in the database; if the COMMIT itself fails, every write of the group fails with
-    that error. What one transaction per write cost (BEGIN IMMEDIATE, COMMIT, the WAL's
-    write and, every thousand pages, a checkpoint's fsync) is paid once per group.
+    A write that raises leaves no change behind; the others commit. A group is first run
+    whole, each write flushed and its objects let go before the next (no savepoints: they
+    and the session transaction around each write cost as much as a failure report's
+    statements). If a write raises, that run is rolled back and the group runs again with
+    each write in a savepoint of its own, which undoes only the write that fails; a group
+    after one that had a failure runs so from the start. The writes are pure database work
+    (they log and count nothing), so running them twice changes nothing but the time taken.
+
+    Every caller hears of its own write only after the shared COMMIT, so an answer never
+    tells of a change that is not in the database; if the COMMIT itself fails, every write of
+    the group fails with that error. What one transaction per write cost (BEGIN IMMEDIATE,
+    COMMIT, the WAL's write and, every thousand pages, a checkpoint's fsync) is paid once per
+    group.
     """
 
     def __init__(self, database: Database, max_group: int = GROUP_MAX) -> None:
         self._database = database
         self._max_group = max_group
         self._queue: queue.SimpleQueue[_Waiter | None] = queue.SimpleQueue()
+        #: Whether the last group had a write that failed: the next one starts in savepoints.
+        self._failed_last = False
         self._thread = threading.Thread(target=self._run, name="rewake-writer", daemon=True)
         self._thread.start()
 
@@ -307,24 +329,61 @@ class GroupWriter:
 
     def _commit(self, group: list[_Waiter]) -> None:
         database = self._database
+        whole = not self._failed_last
         try:
+            if whole:
+                try:
+                    with (
+                        database.write_lock,
+                        database.write_engine.connect() as connection,
+                        connection.begin(),
+                    ):
+                        self._run_whole(group, connection)
+                    self._failed_last = False
+                    return
+                except _WriteFailed:  # rolled back: run again, each write in a savepoint
+                    pass
             with (
                 database.write_lock,
                 database.write_engine.connect() as connection,
                 connection.begin(),
             ):
-                db = _savepoint_session(connection)
-                try:
-                    for waiter in group:
-                        if not self._attempt(waiter, db):
-                            db.close()  # its state after a failure is not worth trusting
-                            db = _savepoint_session(connection)
-                finally:
-                    db.close()
+                self._failed_last = self._run_in_savepoints(group, connection)
         except BaseException as error:  # BEGIN or COMMIT failed: nothing was written
             for waiter in group:
                 if not waiter.failed:
                     waiter.outcome, waiter.failed = error, True
+
+    @staticmethod
+    def _run_whole(group: list[_Waiter], connection: Connection) -> None:
+        """Every write in the connection's transaction, in one session that never commits or
+        ends it; _WriteFailed (the transaction to be rolled back) when one raises."""
+        db = Session(bind=connection, join_transaction_mode="rollback_only", expire_on_commit=False)
+        try:
+            for waiter in group:
+                waiter.outcome = waiter.work(db)
+                db.flush()
+                db.expunge_all()  # no object of one write is seen by the next
+        except Exception as error:
+            for waiter in group:
+                waiter.outcome = None
+            raise _WriteFailed from error
+        finally:
+            db.close()  # in rollback_only mode this leaves the transaction alone
+
+    def _run_in_savepoints(self, group: list[_Waiter], connection: Connection) -> bool:
+        """Every write in a savepoint of its own; whether one of them failed."""
+        failed = False
+        db = _savepoint_session(connection)
+        try:
+            for waiter in group:
+                if not self._attempt(waiter, db):
+                    failed = True
+                    db.close()  # its state after a failure is not worth trusting
+                    db = _savepoint_session(connection)
+        finally:
+            db.close()
+        return failed
 
     @staticmethod
     def _attempt(waiter: _Waiter, db: Session) -> bool:
@@ -352,6 +411,10 @@ class GroupWriter:
             # writer thread, or every later write would wait for ever.
             with suppress(Exception):
                 loop.call_soon_threadsafe(_settle_all, waiters)
+
+
+class _WriteFailed(Exception):
+    """A write of a group run whole raised: its transaction is rolled back."""
 
 
 def _savepoint_session(connection: Connection) -> Session:

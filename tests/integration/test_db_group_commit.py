@@ -17,6 +17,7 @@ from sqlmodel import Session
 from app.db import Database
 from app.domain.errors import DomainError
 from app.models import SessionRow
+from app.repository import sessions as repo
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 
@@ -174,4 +175,32 @@ def test_a_savepoint_statement_that_fails_raises_as_sqlalchemy_raises(sqlite_url
         dialect.do_release_savepoint(connection, "rewake_test")
         with pytest.raises(OperationalError, match="no such savepoint"):
             dialect.do_release_savepoint(connection, "never_made")
+    database.dispose()
+
+
+def test_a_group_run_again_after_a_failure_writes_each_other_write_once(
+    sqlite_url: str,
+) -> None:
+    """A group first runs whole; when a write raises, it is rolled back and run again in
+    savepoints: the other writes' appends are stored exactly once, the failing one's never."""
+    database = Database(sqlite_url)
+    root_id = f"group-{uuid.uuid4().hex[:10]}"
+    asyncio.run(database.write(_add_session(root_id)))
+
+    def append(event: str, fail: bool = False) -> Any:
+        def work(db: Session) -> str:
+            repo.append_timeline(db, root_id, NOW, event, actor="test")
+            if fail:
+                raise DomainError("invalid_request", "refused after appending")
+            return event
+
+        return work
+
+    works = [append("first"), append("refused", fail=True), append("last")]
+    outcomes = asyncio.run(_queued_behind_a_held_write(database, works))
+    assert outcomes[0] == "first" and outcomes[2] == "last"
+    assert isinstance(outcomes[1], DomainError)
+    with database.reader() as db:
+        events = [row.event for row in repo.list_timeline(db, root_id)]
+    assert sorted(events) == ["first", "last"]
     database.dispose()

@@ -108,3 +108,16 @@ def test_the_sqlite_bind_refuses_what_is_no_aware_datetime() -> None:
         process(datetime(2026, 11, 30, 9, 0))
     with pytest.raises(TypeError, match="expected a datetime"):
         process("2026-11-30 09:00:00")
+
+
+def test_the_sqlite_bind_gives_each_instant_its_own_text_when_they_alternate() -> None:
+    """The last instant's text is kept for the same object only: alternating instants, and an
+    equal instant in another zone, each get the right text."""
+    dialect = sqlite.dialect()
+    process = UTCDateTime().dialect_impl(dialect).bind_processor(dialect)
+    assert process is not None
+    first = datetime(2026, 11, 30, 9, 0, tzinfo=EST)
+    second = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    at_14, at_09 = "2026-11-30 14:00:00.000000", "2026-11-30 09:00:00.000000"
+    texts = [process(value) for value in (first, second, first, first, second)]
+    assert texts == [at_14, at_09, at_14, at_14, at_09]
