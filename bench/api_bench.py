@@ -67,13 +67,13 @@ def free_port() -> int:
         return port
 
 
-def wait_until_up(url: str, process: subprocess.Popen[bytes]) -> None:
+def wait_until_up(url: str, process: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
     import httpx
 
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + timeout_s
     while True:
         try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+            if httpx.get(f"{url}/healthz", timeout=max(1.0, timeout_s / 60)).status_code == 200:
                 return
         except httpx.TransportError:
             pass

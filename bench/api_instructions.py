@@ -26,10 +26,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
+from api_bench import free_port, wait_until_up
 from load_generators import FAILURE_BODY, TOKEN
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,21 +68,10 @@ async def _send(port: int, route: str, requests: int) -> None:
     await asyncio.gather(*(connection(index) for index in range(CONNECTIONS)))
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def instructions_served(route: str, requests: int) -> int:
     """Instructions `rewake serve` ran to start, take WARMUP + `requests` requests, and stop."""
-    import httpx
-
     with tempfile.TemporaryDirectory() as directory:
-        port = _free_port()
+        port = free_port()
         env = os.environ | {
             "REWAKE_DATABASE_URL": f"sqlite:///{directory}/bench.db",
             "REWAKE_API_TOKENS": f"bench:{TOKEN}",
@@ -94,16 +83,8 @@ def instructions_served(route: str, requests: int) -> int:
                    "--port", str(port), "--no-sweeper"]  # fmt: skip
         server = subprocess.Popen(command, cwd=ROOT, env=env)
         try:
-            deadline = time.monotonic() + 300
-            while True:
-                try:
-                    if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).is_success:
-                        break
-                except httpx.TransportError:
-                    pass
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("rewake serve did not start under valgrind")
-                time.sleep(0.5)
+            # valgrind runs the interpreter some fifty times slower: minutes, not seconds
+            wait_until_up(f"http://127.0.0.1:{port}", server, timeout_s=300)
             asyncio.run(_send(port, route, WARMUP))
             asyncio.run(_send(port, route, requests))
         finally:
