@@ -145,6 +145,25 @@ def _configure_sqlite(engine: Engine) -> None:
     _plain_savepoints(engine.dialect)
 
 
+def run_on_cursor(
+    dialect: Dialect, dbapi_connection: Any, sql: str, params: Any = (), *, fetch: bool = False
+) -> list[Any]:
+    """`sql` on a cursor of its own of the DBAPI connection; its rows when `fetch` and it
+    returns any. A driver error is raised as Core raises it (`DBAPIError` and its kinds), so
+    that handlers see no difference."""
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(sql, params)
+        rows: list[Any] = cursor.fetchall() if fetch and cursor.description is not None else []
+        return rows
+    except dialect.loaded_dbapi.Error as error:
+        raise DBAPIError.instance(
+            sql, None, error, dialect.loaded_dbapi.Error, dialect=dialect
+        ) from error
+    finally:
+        cursor.close()
+
+
 def _plain_savepoints(dialect: Dialect) -> None:
     """SAVEPOINT, RELEASE and ROLLBACK TO run as plain text on the DBAPI cursor.
 
@@ -155,15 +174,7 @@ def _plain_savepoints(dialect: Dialect) -> None:
     quote = dialect.identifier_preparer.quote
 
     def run(connection: Connection, sql: str) -> None:
-        cursor = connection.connection.cursor()
-        try:
-            cursor.execute(sql)
-        except dialect.loaded_dbapi.Error as error:
-            raise DBAPIError.instance(
-                sql, None, error, dialect.loaded_dbapi.Error, dialect=dialect
-            ) from error
-        finally:
-            cursor.close()
+        run_on_cursor(dialect, connection.connection, sql)
 
     # Set on this engine's own dialect object: other engines keep SQLAlchemy's.
     dialect.do_savepoint = lambda connection, name: run(connection, f"SAVEPOINT {quote(name)}")  # type: ignore[method-assign]

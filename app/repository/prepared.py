@@ -25,12 +25,13 @@ from weakref import WeakKeyDictionary
 
 from sqlalchemy import bindparam, inspect, select
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import make_transient_to_detached
 from sqlalchemy.orm.attributes import instance_dict, set_committed_value
 from sqlalchemy.sql import ClauseElement, ColumnElement
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlmodel import Session
+
+from app.db import run_on_cursor
 
 Processor = Callable[[Any], Any] | None
 
@@ -123,16 +124,8 @@ class Prepared:
             for name, process in form.params:
                 if name in bound:
                     bound[name] = process(bound[name])  # type: ignore[misc]
-        cursor = dbapi_connection.cursor()
-        try:
-            cursor.execute(form.sql, bound)
-            fetched = [] if cursor.description is None or not form.results else cursor.fetchall()
-        except dialect.loaded_dbapi.Error as error:
-            raise DBAPIError.instance(
-                form.sql, None, error, dialect.loaded_dbapi.Error, dialect=dialect
-            ) from error
-        finally:
-            cursor.close()
+        fetch = bool(form.results)
+        fetched = run_on_cursor(dialect, dbapi_connection, form.sql, bound, fetch=fetch)
         if not fetched:
             return []
         results = form.results
