@@ -339,31 +339,31 @@ class GroupWriter:
                 return
 
     def _commit(self, group: list[_Waiter]) -> None:
-        database = self._database
-        whole = not self._failed_last
         try:
-            if whole:
+            if not self._failed_last:
                 try:
-                    with (
-                        database.write_lock,
-                        database.write_engine.connect() as connection,
-                        connection.begin(),
-                    ):
+                    with self._transaction() as connection:
                         self._run_whole(group, connection)
-                    self._failed_last = False
                     return
                 except _WriteFailed:  # rolled back: run again, each write in a savepoint
                     pass
-            with (
-                database.write_lock,
-                database.write_engine.connect() as connection,
-                connection.begin(),
-            ):
+            with self._transaction() as connection:
                 self._failed_last = self._run_in_savepoints(group, connection)
         except BaseException as error:  # BEGIN or COMMIT failed: nothing was written
             for waiter in group:
                 if not waiter.failed:
                     waiter.outcome, waiter.failed = error, True
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        """A write connection in a transaction, committed when the block ends without error."""
+        database = self._database
+        with (
+            database.write_lock,
+            database.write_engine.connect() as connection,
+            connection.begin(),
+        ):
+            yield connection
 
     @staticmethod
     def _run_whole(group: list[_Waiter], connection: Connection) -> None:
@@ -375,9 +375,7 @@ class GroupWriter:
                 waiter.outcome = waiter.work(db)
                 db.flush()
                 db.expunge_all()  # no object of one write is seen by the next
-        except Exception as error:
-            for waiter in group:
-                waiter.outcome = None
+        except Exception as error:  # the run again sets every outcome
             raise _WriteFailed from error
         finally:
             db.close()  # in rollback_only mode this leaves the transaction alone
