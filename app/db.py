@@ -2,7 +2,8 @@
 
 SQLite: WAL, a busy timeout, `BEGIN IMMEDIATE` for write transactions (writers queue at the
 start instead of failing at the first write), `synchronous=FULL` for the commit before a send.
-PostgreSQL: psycopg 3; write transactions lock the session row they change.
+PostgreSQL: psycopg 3; write transactions lock the session row they change; a pooled
+connection is pinged only after it sat idle (`_configure_postgresql`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
@@ -18,7 +20,7 @@ from typing import Any, TypeVar
 
 from sqlalchemy import DateTime, Engine, create_engine, event
 from sqlalchemy.engine import Connection, Dialect
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Session
@@ -34,10 +36,15 @@ WRITER_THREADS = 8
 #: At most this many queued writes share one SQLite transaction (see `GroupWriter`).
 GROUP_MAX = 32
 
+#: A pooled PostgreSQL connection that sat idle this long is pinged before it is used again.
+PING_AFTER_IDLE_S = 1.0
+
 T = TypeVar("T")
 
 _WRITE = "rewake_write"
 _DURABLE = "rewake_durable"
+#: In a pooled PostgreSQL connection's `info`: when it was last checked in (monotonic clock).
+_IDLE_SINCE = "rewake.idle_since"
 
 
 class UTCDateTime(TypeDecorator[datetime]):
@@ -103,7 +110,7 @@ def _sqlite_text(value: Any) -> str | None:
     return text
 
 
-def make_engine(url: str, **kwargs: Any) -> Engine:
+def make_engine(url: str, *, ping_after_idle_s: float = PING_AFTER_IDLE_S, **kwargs: Any) -> Engine:
     """An engine for `url` with rewake's connection rules applied."""
     url = normalize_database_url(url)
     if url.startswith("sqlite"):
@@ -117,8 +124,10 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     if "poolclass" not in kwargs:
         kwargs.setdefault("pool_size", 10)
         kwargs.setdefault("max_overflow", 20)
-        kwargs.setdefault("pool_pre_ping", True)
-    return create_engine(url, **kwargs)
+    engine = create_engine(url, **kwargs)
+    if engine.dialect.name == "postgresql":
+        _configure_postgresql(engine, ping_after_idle_s)
+    return engine
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -184,6 +193,31 @@ def _plain_savepoints(dialect: Dialect) -> None:
     dialect.do_rollback_to_savepoint = lambda connection, name: run(  # type: ignore[method-assign]
         connection, f"ROLLBACK TO SAVEPOINT {quote(name)}"
     )
+
+
+def _configure_postgresql(engine: Engine, ping_after_idle_s: float) -> None:
+    """A pooled connection is pinged before use only when it sat idle for `ping_after_idle_s`
+    or longer. SQLAlchemy's `pool_pre_ping` pings before every use: a round trip a write,
+    on a route where the API process spends most of its time on round trips. A connection
+    that the server dropped while idle (a restart, an idle timeout) is still replaced before
+    it is used; one dropped within the last second fails its first statement (503
+    `database_unavailable`), and SQLAlchemy then replaces every connection of the pool."""
+    dialect = engine.dialect
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: ConnectionPoolEntry, _proxy: Any) -> None:
+        idle_since = record.info.pop(_IDLE_SINCE, None)
+        if idle_since is None or time.monotonic() - idle_since < ping_after_idle_s:
+            return
+        try:
+            dialect.do_ping(dbapi_connection)
+        except Exception as error:
+            # The pool closes this connection and checks out another (PoolEvents.checkout).
+            raise DisconnectionError(f"idle connection failed its ping: {error}") from error
 
 
 class Database:
