@@ -155,12 +155,11 @@ def _configure_sqlite(engine: Engine) -> None:
 
 
 def run_on_cursor(
-    dialect: Dialect, dbapi_connection: Any, sql: str, params: Any = (), *, fetch: bool = False
+    dialect: Dialect, cursor: Any, sql: str, params: Any = (), *, fetch: bool = False
 ) -> list[Any]:
-    """`sql` on a cursor of its own of the DBAPI connection; its rows when `fetch` and it
-    returns any. A driver error is raised as Core raises it (`DBAPIError` and its kinds), so
-    that handlers see no difference."""
-    cursor = dbapi_connection.cursor()
+    """`sql` on a DBAPI cursor; its rows when `fetch` and it returns any. A driver error is
+    raised as Core raises it (`DBAPIError` and its kinds), so that handlers see no
+    difference."""
     try:
         cursor.execute(sql, params)
         rows: list[Any] = cursor.fetchall() if fetch and cursor.description is not None else []
@@ -169,8 +168,6 @@ def run_on_cursor(
         raise DBAPIError.instance(
             sql, None, error, dialect.loaded_dbapi.Error, dialect=dialect
         ) from error
-    finally:
-        cursor.close()
 
 
 def _plain_savepoints(dialect: Dialect) -> None:
@@ -183,7 +180,11 @@ def _plain_savepoints(dialect: Dialect) -> None:
     quote = dialect.identifier_preparer.quote
 
     def run(connection: Connection, sql: str) -> None:
-        run_on_cursor(dialect, connection.connection, sql)
+        cursor = connection.connection.cursor()
+        try:
+            run_on_cursor(dialect, cursor, sql)
+        finally:
+            cursor.close()
 
     # Set on this engine's own dialect object: other engines keep SQLAlchemy's.
     dialect.do_savepoint = lambda connection, name: run(connection, f"SAVEPOINT {quote(name)}")  # type: ignore[method-assign]
