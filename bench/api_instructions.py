@@ -7,7 +7,11 @@ runs under valgrind's callgrind on a SQLite file, is sent a warm-up and then N r
 difference divided by the difference in requests is the cost of one request, start-up and
 warm-up cancelled out. Every failure POST is a new report (a new root_id).
 
-    python bench/api_instructions.py [--requests 16 320]     # needs valgrind (Debian: valgrind)
+    python bench/api_instructions.py [--requests 16 320] [--postgres URL]    # needs valgrind
+
+On PostgreSQL only the API process is counted: not the database server, and not the time
+the kernel spends on each round trip to it (callgrind counts user-space instructions), which
+`api_bench.py`'s seconds include.
 
 The ratio printed is /healthz's cost over a report's: what the throughput ratio would be if
 every instruction took as long. It is not the goal's measure (api_bench.py is), which counts
@@ -27,9 +31,10 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from contextlib import ExitStack
 from pathlib import Path
 
-from api_bench import free_port, wait_until_up
+from api_bench import free_port, fresh_schema, wait_until_up
 from load_generators import FAILURE_BODY, TOKEN
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,12 +73,16 @@ async def _send(port: int, route: str, requests: int) -> None:
     await asyncio.gather(*(connection(index) for index in range(CONNECTIONS)))
 
 
-def instructions_served(route: str, requests: int) -> int:
-    """Instructions `rewake serve` ran to start, take WARMUP + `requests` requests, and stop."""
-    with tempfile.TemporaryDirectory() as directory:
+def instructions_served(route: str, requests: int, postgres: str | None) -> int:
+    """Instructions `rewake serve` ran to start, take WARMUP + `requests` requests, and stop:
+    on a new SQLite file, or on a new schema of the PostgreSQL database `postgres`."""
+    with tempfile.TemporaryDirectory() as directory, ExitStack() as stack:
+        database = f"sqlite:///{directory}/bench.db"
+        if postgres:
+            database = stack.enter_context(fresh_schema(postgres))
         port = free_port()
         env = os.environ | {
-            "REWAKE_DATABASE_URL": f"sqlite:///{directory}/bench.db",
+            "REWAKE_DATABASE_URL": database,
             "REWAKE_API_TOKENS": f"bench:{TOKEN}",
             "REWAKE_LOG_LEVEL": "WARNING",
         }
@@ -96,19 +105,25 @@ def instructions_served(route: str, requests: int) -> int:
         return int(found[1])
 
 
-def per_request(route: str, fewer: int, more: int) -> float:
-    return (instructions_served(route, more) - instructions_served(route, fewer)) / (more - fewer)
+def per_request(route: str, fewer: int, more: int, postgres: str | None) -> float:
+    more_served = instructions_served(route, more, postgres)
+    return (more_served - instructions_served(route, fewer, postgres)) / (more - fewer)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--requests", type=int, nargs=2, default=(16, 320), metavar=("N1", "N2"))
+    parser.add_argument(
+        "--postgres", metavar="URL", default=None,
+        help="measure on a new schema of this PostgreSQL database instead of a SQLite file",
+    )  # fmt: skip
     args = parser.parse_args()
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed (Debian: apt-get install valgrind)")
     fewer, more = args.requests
-    healthz = per_request("healthz", fewer, more * 4)
-    failures = per_request("failures", fewer, more)
+    healthz = per_request("healthz", fewer, more * 4, args.postgres)
+    failures = per_request("failures", fewer, more, args.postgres)
+    print("PostgreSQL" if args.postgres else "SQLite")
     print(f"GET /healthz         {healthz / 1e6:6.2f} M instructions a request")
     print(f"POST .../failures    {failures / 1e6:6.2f} M instructions a request")
     print(f"ratio                {healthz / failures:6.2f} (api_bench.py's goal, in seconds: 0.40)")
