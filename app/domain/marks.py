@@ -117,20 +117,20 @@ def set_auto_resume(
     resolution_s = failure.resolution_s or 0
     mark = mark_repo.insert_mark(
         db,
-        MarkRow(
-            root_id=root_id,
-            run_id=failure.run_id,
-            attempt=failure.attempt,
-            state="armed",
-            reset_at=failure.reset_at,
-            resolution_s=resolution_s,
-            due_at=due_at_for(failure.reset_at, resolution_s, ctx.resume_delay_s, ctx.now),
-            armed_by=ctx.actor,
-            armed_at=ctx.now,
-            account_key=failure.account_key,
-            despite_native=despite_native,
-            updated_at=ctx.now,
-        ),
+        {
+            "root_id": root_id,
+            "run_id": failure.run_id,
+            "attempt": failure.attempt,
+            "state": "armed",
+            "reset_at": failure.reset_at,
+            "resolution_s": resolution_s,
+            "due_at": due_at_for(failure.reset_at, resolution_s, ctx.resume_delay_s, ctx.now),
+            "armed_by": ctx.actor,
+            "armed_at": ctx.now,
+            "account_key": failure.account_key,
+            "despite_native": despite_native,
+            "updated_at": ctx.now,
+        },
     )
     repo.update_now(db, session, {"updated_at": ctx.now})
     repo.append_mark_event(

@@ -138,22 +138,27 @@ def test_a_session_created_by_ensure_session_takes_later_changes(database: Datab
 def test_an_inserted_mark_gets_its_id_and_the_live_index_still_refuses_a_second(
     database: Database,
 ) -> None:
-    """insert_mark returns the persistent mark with its id; a second live mark for the session
-    is refused by the partial unique index, as IntegrityError."""
+    """insert_mark returns the persistent mark with its id, the values given and NULL for the
+    rest, with nothing left to write; a later change to it is written; a second live mark for
+    the session is refused by the partial unique index, as IntegrityError."""
     root_id = _root()
     _session_and_run(database, root_id)
-
-    def mark() -> MarkRow:
-        return MarkRow(root_id=root_id, run_id="r1", attempt=1, state="armed", reset_at=NOW,
-                       resolution_s=0, due_at=NOW, armed_by="t", armed_at=NOW,
-                       despite_native=False, updated_at=NOW)  # fmt: skip
+    mark = {"root_id": root_id, "run_id": "r1", "attempt": 1, "state": "armed", "reset_at": NOW,
+            "resolution_s": 0, "due_at": NOW, "armed_by": "t", "armed_at": NOW,
+            "despite_native": False, "updated_at": NOW}  # fmt: skip
 
     with database.writer() as db, db.begin():
-        first = mark_repo.insert_mark(db, mark())
-        assert first.id is not None and first in db
+        first = mark_repo.insert_mark(db, mark)
+        assert first.id is not None and first in db and not db.dirty
+        held = (first.armed_by, first.due_at, first.claimed_by, first.sent_at)
+        assert held == ("t", NOW, None, None)
         assert mark_repo.live_mark(db, root_id) is first
+        first.account_key = "later"
+    with database.reader() as db:
+        stored = db.get(MarkRow, first.id)
+        assert stored is not None and stored.account_key == "later" and stored.clear_reason is None
     with pytest.raises(IntegrityError), database.writer() as db, db.begin():
-        mark_repo.insert_mark(db, mark())
+        mark_repo.insert_mark(db, mark)
 
 
 def test_row_of_holds_the_values_as_loaded_state() -> None:
