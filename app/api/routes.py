@@ -62,7 +62,7 @@ def get_tombstone(root_id: RootId, ctx: Ctx, db: Reader) -> JSONResponse:
 async def report_failure(
     root_id: RootId, run_id: RunId, body: FailureBody, request: Request
 ) -> JSONResponse:
-    # Well-formed reports are answered by app.api.hot.FailureIntake before they get here;
+    # Well-formed reports are answered by app.api.hot.HotWrites before they get here;
     # this route answers the rest, and describes the route in the schema.
     return await accept_failure(request, root_id, run_id, body)
 
@@ -109,9 +109,17 @@ async def manual_resume(root_id: RootId, run_id: RunId, ctx: Ctx, svc: Svc) -> J
 
 
 @router.put("/{root_id}/auto-resume", summary="Turn auto-resume on or off")
-async def put_auto_resume(
-    root_id: RootId, body: AutoResumeBody, ctx: Ctx, svc: Svc
-) -> JSONResponse:
+async def put_auto_resume(root_id: RootId, body: AutoResumeBody, request: Request) -> JSONResponse:
+    # Well-formed requests are answered by app.api.hot.HotWrites before they get here; this
+    # route answers the rest, and describes the route in the schema.
+    return await accept_auto_resume(request, root_id, body)
+
+
+async def accept_auto_resume(request: Request, root_id: str, body: AutoResumeBody) -> JSONResponse:
+    """Arm or disable auto-resume for a session whose id and body are valid; the services and
+    the context come from the request, as for `accept_failure`."""
+    svc: Services = request.app.state.services
+    ctx = context_of(request)
     mark = await svc.database.write(
         lambda db: marks.set_auto_resume(
             db, root_id, enabled=body.enabled, despite_native=body.despite_native, ctx=ctx

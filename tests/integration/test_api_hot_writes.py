@@ -1,5 +1,6 @@
-"""Failure reports answered by `FailureIntake` (app.api.hot) get the answers FastAPI's route
-gives: the same status, content type and body, for reports it serves and reports it passes on.
+"""Failure reports and auto-resume requests answered by `HotWrites` (app.api.hot) get the
+answers FastAPI's routes give: the same status, content type and body, for requests it serves
+and requests it passes on.
 
 Two servers on two SQLite files and one clock, one with the intake and one without, receive
 the same requests in the same order; every answer must be the same."""
@@ -30,7 +31,7 @@ from conftest import (
 )
 
 from app.api.app import create_app
-from app.api.hot import FAILURES_PATH, FailureIntake
+from app.api.hot import AUTO_RESUME_PATH, FAILURES_PATH, HotWrites
 from app.db import Database
 from app.settings import Settings
 
@@ -46,7 +47,7 @@ def _server(path: Path, clock: Clock, *, intake: bool) -> Iterator[httpx.Client]
         clock=clock,
     )
     if not intake:
-        app.user_middleware = [m for m in app.user_middleware if m.cls is not FailureIntake]
+        app.user_middleware = [m for m in app.user_middleware if m.cls is not HotWrites]
     with LiveServer(app) as base, httpx.Client(base_url=base, headers=ALICE) as client:
         yield client
     database.dispose()
@@ -168,10 +169,10 @@ class _Inner:
         await send({"type": "http.response.body", "body": b""})
 
 
-def _status(intake: FailureIntake, app: Any, path: str, body: bytes) -> int:
-    """One POST through `intake` alone, its body sent in two chunks; the status answered."""
+def _status(intake: HotWrites, app: Any, path: str, body: bytes, method: str = "POST") -> int:
+    """One request through `intake` alone, its body sent in two chunks; the status answered."""
     scope = {
-        "type": "http", "method": "POST", "path": path, "raw_path": path.encode(),
+        "type": "http", "method": method, "path": path, "raw_path": path.encode(),
         "query_string": b"", "headers": [(b"content-type", b"application/json")],
         "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 80), "scheme": "http",
         "http_version": "1.1", "app": app, "state": {"actor": "alice"}, "root_path": "",
@@ -201,10 +202,89 @@ def test_the_intake_answers_a_valid_report_itself_and_passes_the_rest_whole(
     database = Database(url)
     app = create_app(Settings(database_url=url, api_tokens=TOKENS), database=database)
     inner = _Inner()
-    intake = FailureIntake(inner)
+    intake = HotWrites(inner)
     assert _status(intake, app, runs_url("intake-4"), _body()) == 201
     assert inner.reads == []
     refused = _body(attempt="one")
     assert _status(intake, app, runs_url("intake-4"), refused) == 299
+    assert inner.reads == [refused]
+    database.dispose()
+
+
+def _arm(root_id: str) -> str:
+    return f"/api/agent/runs/{root_id}/auto-resume"
+
+
+ARM_CASES: list[tuple[str, dict[str, Any], int]] = [
+    # what the intake answers itself
+    ("arm", _sent(b'{"enabled": true}'), 200),
+    ("arm again", _sent(b'{"enabled": true, "despite_native": false}'), 200),
+    ("charset, unknown field",
+     _sent(b'{"enabled": true, "x": 1}', "application/json; charset=utf-8"), 200),
+    ("disable", _sent(b'{"enabled": false}'), 200),
+    ("disable again", _sent(b'{"enabled": false}'), 200),
+    # what it passes on to FastAPI
+    ("not JSON", _sent(b"{"), 422),
+    ("a JSON array", _sent(b"[]"), 422),
+    ("not a strict bool", _sent(b'{"enabled": "yes"}'), 422),
+    ("a missing field", _sent(b'{"despite_native": true}'), 422),
+    ("no content type", _sent(b'{"enabled": true}', None), 422),
+    ("another content type", _sent(b'{"enabled": true}', "text/plain"), 422),
+]  # fmt: skip
+
+
+def test_auto_resume_requests_are_answered_as_the_route_answers(
+    pair: tuple[httpx.Client, ...],
+) -> None:
+    """Arming, arming again, disabling and malformed requests for a session paused on a limit
+    get the same answers with or without the intake, in the same order."""
+    assert _same_answer(pair, "POST", runs_url("hot-arm"), json=failure()).status_code == 201
+    for case, request_kw, status in ARM_CASES:
+        answer = _same_answer(pair, "PUT", _arm("hot-arm"), **request_kw)
+        assert answer.status_code == status, (case, answer.text)
+
+
+def test_auto_resume_refusals_are_answered_the_same(pair: tuple[httpx.Client, ...]) -> None:
+    """An unknown session (404), a session not paused on a stated reset (409), a cancelled one,
+    a deleted one (410) and the reserved root id: the same answers with or without it."""
+    arm = {"json": {"enabled": True}}
+    assert _same_answer(pair, "PUT", _arm("hot-unknown"), **arm).status_code == 404
+    unstated = failure(message="Error: something else went wrong")
+    assert _same_answer(pair, "POST", runs_url("hot-other"), json=unstated).status_code == 201
+    assert _same_answer(pair, "PUT", _arm("hot-other"), **arm).status_code == 409
+    assert _same_answer(pair, "POST", "/api/agent/runs/hot-other/cancel").status_code == 200
+    assert _same_answer(pair, "PUT", _arm("hot-other"), **arm).status_code == 409
+    assert _same_answer(pair, "DELETE", "/api/agent/runs/hot-other").status_code == 200
+    assert _same_answer(pair, "PUT", _arm("hot-other"), **arm).status_code == 410
+    assert _same_answer(pair, "PUT", _arm("tombstones"), **arm).status_code == 404
+
+
+@pytest.mark.parametrize("root_id", ["-starts-with-a-dash", "a" * 201, "has space"])
+def test_auto_resume_ids_the_route_refuses_are_passed_on(
+    pair: tuple[httpx.Client, ...], root_id: str
+) -> None:
+    """An id outside the alphabet is not taken by the intake; FastAPI refuses it (422)."""
+    assert AUTO_RESUME_PATH.fullmatch(_arm(root_id)) is None
+    answer = _same_answer(pair, "PUT", _arm(root_id), json={"enabled": True})
+    assert answer.status_code == 422
+
+
+def test_the_intake_arms_a_valid_request_itself_and_passes_the_rest_whole(
+    tmp_path: Path,
+) -> None:
+    """A valid PUT is answered without the inner app (a 404 for a session it does not know is
+    still its own answer); a body that does not validate reaches the inner app whole."""
+    url = f"sqlite:///{tmp_path / 'i.db'}"
+    migrate(url)
+    database = Database(url)
+    app = create_app(Settings(database_url=url, api_tokens=TOKENS), database=database)
+    inner = _Inner()
+    intake = HotWrites(inner)
+    assert _status(intake, app, runs_url("hot-5"), _body()) == 201
+    assert _status(intake, app, _arm("hot-5"), b'{"enabled": true}', "PUT") == 200
+    assert _status(intake, app, _arm("hot-6"), b'{"enabled": true}', "PUT") == 404
+    assert inner.reads == []
+    refused = b'{"enabled": 1}'
+    assert _status(intake, app, _arm("hot-5"), refused, "PUT") == 299
     assert inner.reads == [refused]
     database.dispose()
