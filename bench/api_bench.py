@@ -14,12 +14,19 @@ or more CPUs the server is pinned to all but the last CPU and the generator to t
 is not pinned.
 
 Rounds alternate the routes (healthz, failures, auto-resume; again), so that drift in the
-machine's load falls on every route alike; each route is reported by its median round (by
-requests per second), with that round's latencies. Every failure POST is a new report (a new
-root_id) that is parsed and stored; every auto-resume PUT arms a mark on a session that a
-failure POST created and no PUT armed yet.
+machine's speed falls on every route alike; each route is reported by its median round (by
+requests per second), with that round's latencies. A route's ratio is the median of its
+rounds' ratios, each to the /healthz round of the same round: on a shared machine whose speed
+drifts by a third within a run, a round is compared with the baseline measured seconds
+before it, not with the median of a baseline measured at other times.
 
-Goals: failure intake at least 40 % of the baseline's throughput; p99 under 50 ms on SQLite.
+Every failure POST is a new report (a new root_id) that is parsed and stored; every
+auto-resume PUT arms a mark on a session that a failure POST created and no PUT armed yet.
+
+Goals (issue 3): failure intake at least 40 % of the baseline's throughput, p99 under 50 ms, on
+SQLite; the p99 is checked on both write routes. On PostgreSQL the same figures are measured
+and printed, with no goal: there each report is a transaction of its own, nine round trips to
+the server (BEGIN, seven statements, COMMIT); the README ("Throughput") says what that costs.
 """
 
 from __future__ import annotations
@@ -193,11 +200,12 @@ class Bench:
                 overrun += pool.take(len(armed.made), armed.made)
             armed_marks = marks_armed(url)
         medians = {route: median_round(results) for route, results in rounds.items()}
-        report(self, name, rounds, medians, load_before, os.getloadavg(), overrun)
+        ratios = {route: paired_ratio(rounds[HEALTHZ], each) for route, each in rounds.items()}
+        report(self, name, rounds, medians, ratios, load_before, os.getloadavg(), overrun)
         answered = sum(r.requests for r in rounds[AUTO_RESUME])
         print(f"  marks armed: {armed_marks} (PUTs answered: {answered}; the PUTs cut off "
               f"when a round stopped may have armed one too)")  # fmt: skip
-        return medians
+        return Measured(medians, ratios)
 
     def fill(self, url: str, pool: SessionPool, prefix: str, at_least: int) -> None:
         """Unmeasured failure loads until `pool` holds `at_least` sessions to arm."""
@@ -220,6 +228,21 @@ def marks_armed(url: str) -> int:
     return 0
 
 
+def paired_ratio(baseline: list[Round], results: list[Round]) -> float:
+    """The median of each round's requests a second over the same round's baseline."""
+    ratios = sorted(r.rps / b.rps for b, r in zip(baseline, results, strict=True))
+    middle = len(ratios) // 2
+    return ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+
+
+@dataclass
+class Measured:
+    """One database's results: each route's median round, and its ratio to the baseline."""
+
+    medians: dict[str, Round]
+    ratios: dict[str, float]
+
+
 def median_round(results: list[Round]) -> Round:
     """The round whose requests per second are the median (the lower one of an even count)."""
     ordered = sorted(results, key=lambda result: result.rps)
@@ -227,21 +250,21 @@ def median_round(results: list[Round]) -> Round:
 
 
 def report(bench: Bench, name: str, rounds: dict[str, list[Round]], medians: dict[str, Round],
-           load_before: tuple[float, ...], load_after: tuple[float, ...],
-           overrun: int) -> None:  # fmt: skip
-    baseline = medians[HEALTHZ].rps
+           ratios: dict[str, float], load_before: tuple[float, ...],
+           load_after: tuple[float, ...], overrun: int) -> None:  # fmt: skip
     loads = " / ".join(f"{a:.2f}->{b:.2f}" for a, b in zip(load_before, load_after, strict=True))
     print(f"\n{name}: {bench.connections} connections, {bench.rounds} rounds of "
           f"{bench.seconds:g} s per route, generator {bench.generator}; "
           f"{bench.placement.describe()}")  # fmt: skip
     print(f"  load average 1/5/15 min, before->after: {loads}")
     print(f"  {'route (median round)':<22}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}"
-          f"{'ratio':>8}   req/s of each round")  # fmt: skip
+          f"{'ratio':>8}   req/s of each round (its ratio)")  # fmt: skip
     for route, result in medians.items():
-        each = " ".join(f"{r.rps:.0f}" for r in rounds[route])
+        each = " ".join(f"{r.rps:.0f} ({r.rps / b.rps:.2f})"
+                        for b, r in zip(rounds[HEALTHZ], rounds[route], strict=True))  # fmt: skip
         print(
             f"  {route:<22}{result.rps:>9.0f}{result.p50_ms:>9.1f}{result.p99_ms:>9.1f}"
-            f"{sum(r.errors for r in rounds[route]):>8}{result.rps / baseline:>8.2f}   {each}"
+            f"{sum(r.errors for r in rounds[route]):>8}{ratios[route]:>8.2f}   {each}"
         )
     if overrun:
         print(f"  WARNING: {overrun} PUTs found no fresh session and armed nothing")
@@ -279,15 +302,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         sqlite = bench.run("SQLite", f"sqlite:///{directory}/bench.db")
         verdicts.append(("SQLite failure intake >= 40 % of /healthz",
-                         sqlite[FAILURES].rps >= 0.4 * sqlite[HEALTHZ].rps))  # fmt: skip
-        verdicts.append(("SQLite p99 of every write route < 50 ms",
-                         all(sqlite[r].p99_ms < 50 for r in (FAILURES, AUTO_RESUME))))  # fmt: skip
+                         sqlite.ratios[FAILURES] >= 0.4))  # fmt: skip
+        tails = [sqlite.medians[route].p99_ms for route in (FAILURES, AUTO_RESUME)]
+        verdicts.append(("SQLite p99 of every write route < 50 ms", max(tails) < 50))
         postgres = os.environ.get("REWAKE_TEST_POSTGRES_URL")
         if postgres:
             with fresh_schema(postgres) as url:
                 pg = bench.run("PostgreSQL", url)
-            verdicts.append(("PostgreSQL failure intake >= 40 % of /healthz",
-                             pg[FAILURES].rps >= 0.4 * pg[HEALTHZ].rps))  # fmt: skip
+            print(f"\n  PostgreSQL failure intake: {pg.ratios[FAILURES]:.0%} of /healthz "
+                  "(measured, no goal set: see the docstring)")  # fmt: skip
         else:
             print("\nPostgreSQL: skipped (REWAKE_TEST_POSTGRES_URL is not set)")
     print()
