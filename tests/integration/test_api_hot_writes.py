@@ -192,23 +192,30 @@ def _status(intake: HotWrites, app: Any, path: str, body: bytes, method: str = "
     return status
 
 
-def test_the_intake_answers_a_valid_report_itself_and_passes_the_rest_whole(
-    tmp_path: Path,
-) -> None:
-    """A valid report (sent in two chunks) is stored and answered 201 without the inner app;
-    a body that does not validate reaches the inner app whole, in one piece."""
+@pytest.fixture
+def alone(tmp_path: Path) -> Iterator[tuple[HotWrites, _Inner, Any]]:
+    """`HotWrites` in front of an app that records the bodies reaching it, and the service app
+    (on a SQLite file of its own) whose state and handlers it uses."""
     url = f"sqlite:///{tmp_path / 'i.db'}"
     migrate(url)
     database = Database(url)
     app = create_app(Settings(database_url=url, api_tokens=TOKENS), database=database)
     inner = _Inner()
-    intake = HotWrites(inner)
+    yield HotWrites(inner), inner, app
+    database.dispose()
+
+
+def test_the_intake_answers_a_valid_report_itself_and_passes_the_rest_whole(
+    alone: tuple[HotWrites, _Inner, Any],
+) -> None:
+    """A valid report (sent in two chunks) is stored and answered 201 without the inner app;
+    a body that does not validate reaches the inner app whole, in one piece."""
+    intake, inner, app = alone
     assert _status(intake, app, runs_url("intake-4"), _body()) == 201
     assert inner.reads == []
     refused = _body(attempt="one")
     assert _status(intake, app, runs_url("intake-4"), refused) == 299
     assert inner.reads == [refused]
-    database.dispose()
 
 
 def _arm(root_id: str) -> str:
@@ -270,16 +277,11 @@ def test_auto_resume_ids_the_route_refuses_are_passed_on(
 
 
 def test_the_intake_arms_a_valid_request_itself_and_passes_the_rest_whole(
-    tmp_path: Path,
+    alone: tuple[HotWrites, _Inner, Any],
 ) -> None:
     """A valid PUT is answered without the inner app (a 404 for a session it does not know is
     still its own answer); a body that does not validate reaches the inner app whole."""
-    url = f"sqlite:///{tmp_path / 'i.db'}"
-    migrate(url)
-    database = Database(url)
-    app = create_app(Settings(database_url=url, api_tokens=TOKENS), database=database)
-    inner = _Inner()
-    intake = HotWrites(inner)
+    intake, inner, app = alone
     assert _status(intake, app, runs_url("hot-5"), _body()) == 201
     assert _status(intake, app, _arm("hot-5"), b'{"enabled": true}', "PUT") == 200
     assert _status(intake, app, _arm("hot-6"), b'{"enabled": true}', "PUT") == 404
@@ -287,4 +289,3 @@ def test_the_intake_arms_a_valid_request_itself_and_passes_the_rest_whole(
     refused = b'{"enabled": 1}'
     assert _status(intake, app, _arm("hot-5"), refused, "PUT") == 299
     assert inner.reads == [refused]
-    database.dispose()
