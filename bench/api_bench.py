@@ -35,6 +35,7 @@ import argparse
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -228,11 +229,14 @@ def marks_armed(url: str) -> int:
     return 0
 
 
+def round_ratios(baseline: list[Round], results: list[Round]) -> list[float]:
+    """Each round's requests a second over the same round's baseline."""
+    return [r.rps / b.rps for b, r in zip(baseline, results, strict=True)]
+
+
 def paired_ratio(baseline: list[Round], results: list[Round]) -> float:
-    """The median of each round's requests a second over the same round's baseline."""
-    ratios = sorted(r.rps / b.rps for b, r in zip(baseline, results, strict=True))
-    middle = len(ratios) // 2
-    return ratios[middle] if len(ratios) % 2 else (ratios[middle - 1] + ratios[middle]) / 2
+    """The median of the rounds' ratios to their baseline (`round_ratios`)."""
+    return statistics.median(round_ratios(baseline, results))
 
 
 @dataclass
@@ -260,8 +264,9 @@ def report(bench: Bench, name: str, rounds: dict[str, list[Round]], medians: dic
     print(f"  {'route (median round)':<22}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}"
           f"{'ratio':>8}   req/s of each round (its ratio)")  # fmt: skip
     for route, result in medians.items():
-        each = " ".join(f"{r.rps:.0f} ({r.rps / b.rps:.2f})"
-                        for b, r in zip(rounds[HEALTHZ], rounds[route], strict=True))  # fmt: skip
+        ratios_each = round_ratios(rounds[HEALTHZ], rounds[route])
+        each = " ".join(f"{r.rps:.0f} ({ratio:.2f})"
+                        for r, ratio in zip(rounds[route], ratios_each, strict=True))  # fmt: skip
         print(
             f"  {route:<22}{result.rps:>9.0f}{result.p50_ms:>9.1f}{result.p99_ms:>9.1f}"
             f"{sum(r.errors for r in rounds[route]):>8}{ratios[route]:>8.2f}   {each}"

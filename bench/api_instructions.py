@@ -2,7 +2,8 @@
 
 Instruction counts do not move with the machine's load, as requests a second do on a shared
 machine: this is the repeatable view of what `api_bench.py` measures in seconds. The server
-runs under valgrind's callgrind on a SQLite file, is sent a warm-up and then N requests over
+runs under valgrind's callgrind on a new SQLite file (or, with --postgres, a new schema of
+that PostgreSQL database), is sent a warm-up and then N requests over
 16 keep-alive connections, and stops; the same is done with more requests, and the
 difference divided by the difference in requests is the cost of one request, start-up and
 warm-up cancelled out. Every failure POST is a new report (a new root_id).
