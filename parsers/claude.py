@@ -67,26 +67,31 @@ _STOP = Gated(
     rf"|F(?P<fable_weekly>able\s+{_WEEKLY_REST})|H(?P<haiku_weekly>aiku\s+{_WEEKLY_REST})"
     r"|W(?P<weekly>eekly\s+limit\s+reached)|w(?P<weekly_>eekly\s+limit\s+reached)"
     r"|M(?P<monthly>onthly\s+limit\s+reached)|m(?P<monthly_>onthly\s+limit\s+reached)"
-    r"|Y(?:(?P<hit>ou've\s+hit\s+your\s+"
-    r"(?:(?P<which>session|weekly|monthly|daily|Opus|Sonnet|Fable|Haiku)\s+)?limit\b"
+    # "You've hit your <limit name> limit": the name is a word group the CLI fills in from
+    # the limit's claim ("5-hour", "weekly", "Opus", "Fable 5", "usage", "individual spend",
+    # none at all), read as words and mapped to a scope by _hit_scope, not listed one by one.
+    r"|Y(?:(?P<hit>ou've\s+(?:hit|reached)\s+your\s+(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit\b"
     # Gemini Code Assist's "You've hit your daily limit of requests with Gemini ..." fallback.
     r"(?!\s+of\s+requests))"
     r"|(?P<extra>ou're\s+out\s+of\s+extra\s+usage\b))"
+    # The interactive CLI's own line once it waits: "Usage limit reached · set to continue
+    # automatically at 11:40pm", and its status line "Usage limit reached · limit resets 11:40pm";
+    # read only with a time (Gemini's "Usage limit reached for <model>." has none).
+    r"|U(?P<waiting>sage\s+limit\s+reached)(?=\s{0,3}·)"
     r"|C(?P<legacy>laude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
     # 2.0.6x printed a bare "Limit reached · resets 5pm (Etc/Unknown)"; read only with a reset.
     r"|L(?P<bare>imit\s+reached)(?=\s{0,3}·\s{0,3}resets)",
     ("reached", "You've", "You're"),
 )
-_HIT_SCOPES = {
-    "session": "session",
-    "weekly": "weekly",
-    "monthly": "monthly",
-    "daily": "daily",
-}
 
 _RESET_LEAD = re.compile(
     # The clause may wrap onto the next line under Claude's indentation.
-    r"[.!]?\s{0,16}(?:[·|-]\s{0,16})?(?:Your\s+limit\s+will\s+reset\s+at|[Rr]esets(?:\s+at)?)\s{1,4}"
+    r"[.!]?\s{0,16}(?:[·|-]\s{0,16})?(?:Your\s+limit\s+will\s+reset\s+at|(?:limit\s+)?[Rr]esets(?:\s+at)?"
+    r"|set\s+to\s+continue\s+automatically\s+at|[Cc]ontinuing\s+automatically\s+at)\s{1,4}"
+)
+#: After a spend limit, the window whose reset lifts the stop: "· your weekly limit resets ...".
+_SPEND_WINDOW = re.compile(
+    r"[^\n]{0,200}?·\s{0,3}your\s+(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit(?=\s+resets\b)"
 )
 _RESET_IN = re.compile(rf"in\s{{1,4}}(?P<duration>{DURATION})")
 _DATE = re.compile(
@@ -99,7 +104,8 @@ _TIME = re.compile(TIME_12)
 _ZONE = re.compile(r"\s{0,16}" + ZONE_IN_PARENS)
 _NATIVE = re.compile(
     r"will\s+(?:auto-?)?continue|auto-?continu\w*|continue\s+when\s+(?:the\s+)?limit\s+resets"
-    r"|continuing\s+automatically",
+    # Not the limit menu's offer "2. Wait here, then continue automatically at ...".
+    r"|(?<!then )continue\s+automatically|continuing\s+automatically",
     re.IGNORECASE,
 )
 
@@ -208,15 +214,62 @@ _HEAD_SCOPES = {
 }
 
 
+_NAMED_WINDOWS = (
+    (re.compile(r"\b(?:5|five)[- ]?hours?\b"), "five_hour"),
+    (re.compile(r"\bsession\b"), "session"),
+    (re.compile(r"\bweek(?:ly)?\b"), "weekly"),
+    (re.compile(r"\b(?:daily|day)\b"), "daily"),
+    (re.compile(r"\bmonth(?:ly)?\b"), "monthly"),
+    (re.compile(r"\bspend(?:ing)?\b"), "spend_cap"),
+    # Claude's name for the pay-as-you-go usage past the plan (the "overage" claim).
+    (re.compile(r"\b(?:extra\s+)?usage\b"), "extra_usage"),
+)
+
+
+@lru_cache(maxsize=256)
+def limit_scope(words: str) -> str | None:
+    """The scope a limit's name says: a window ("5-hour", "weekly"), a spend limit, the extra
+    usage, or else a model's own limit ("Opus", "Fable 5"); None when no name is printed."""
+    name = " ".join(words.lower().split())
+    if not name:
+        return None
+    for pattern, scope in _NAMED_WINDOWS:
+        if pattern.search(name):
+            return scope
+    return "model"
+
+
+#: A menu's option ("2. Wait here, then continue automatically at ...") is an offer the user
+#: has not taken: the CLI waits for a choice, and stops when the first option is taken.
+#: How far along a line the words saying the CLI continues by itself are looked for.
+_NATIVE_REACH = 240
+_MENU_OPTION = re.compile(r"[ \t]{0,8}(?:❯[ \t]{0,3})?\d{1,2}\.[ \t]")
+
+
+def _continues_by_itself(text: Text, head_end: int, end: int) -> bool:
+    """Whether the banner, or the line after it, says the CLI goes on by itself at the reset
+    ("set to continue automatically at 11:40pm", "Continuing automatically at 11:40pm"), for
+    any limit: the CLI says so for five-hour, weekly and extra-usage limits alike."""
+    norm = text.norm
+    if _NATIVE.search(norm, head_end, end):
+        return True
+    line_end = text.line_end_within(end, _NATIVE_REACH)
+    if _NATIVE.search(norm, end, line_end):
+        return True
+    if line_end >= len(norm) or norm[line_end] != "\n":
+        return False
+    next_start = line_end + 1
+    if _MENU_OPTION.match(norm, next_start):
+        return False
+    return bool(_NATIVE.search(norm, next_start, text.line_end_within(next_start, _NATIVE_REACH)))
+
+
 def _scope(match: re.Match[str]) -> str | None:
     # The banner's alternatives are named groups; `which` is nested in `hit`, which closes
     # after it, so the last group closed names the alternative that matched.
     head = match.lastgroup
     if head == "hit":
-        which = match.group("which")
-        if which is None:
-            return None
-        return _HIT_SCOPES.get(which, "model")
+        return limit_scope(match.group("which") or "")
     return _HEAD_SCOPES.get(head or "")
 
 
@@ -244,6 +297,7 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
         return []
     found: list[Finding] = []
     epoch_starts: list[int] = []
+    spend_spans: list[tuple[int, int]] = []
     for match in _EPOCH.pattern.finditer(norm) if _EPOCH in opened else ():
         epoch_starts.append(match.start())
         resolved = at_epoch(
@@ -259,19 +313,40 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
         ):
             continue
         scope = _scope(match)
-        clause = _reset_clause(norm, match.end(), ctx, scope)
-        if clause is None and match.group("bare"):
+        head_end = match.end()
+        if scope == "spend_cap":
+            # "You've hit your individual spend limit · ask your admin ... · your weekly limit
+            # resets Dec 4, 8:33pm": the spend limit stops the extra usage past the plan, and
+            # the plan's window named after it resets as stated; waiting for that reset helps.
+            window_named = _SPEND_WINDOW.match(norm, head_end)
+            if window_named is None:
+                spend_spans.append((match.start(), head_end))
+                found.append(
+                    findings.no_reset(
+                        PROVIDER, match.start(), head_end, scope, "a spend limit is reached"
+                    )
+                )
+                continue
+            scope = limit_scope(window_named.group("which"))
+            head_end = window_named.end()
+            spend_spans.append((match.start(), head_end))
+        clause = _reset_clause(norm, head_end, ctx, scope)
+        waiting = match.group("waiting") is not None
+        if clause is None and (match.group("bare") or waiting):
+            continue
+        if (
+            scope == "extra_usage"
+            and match.group("hit")
+            and "·" not in norm[head_end : (clause[0] if clause else head_end)]
+        ):
+            # "You've hit your usage limit." without Claude's "· resets" is Codex's wording.
             continue
         if clause is None:
             what = match.group(0)
-            found.append(findings.not_stated(PROVIDER, match.start(), match.end(), scope, what))
+            found.append(findings.not_stated(PROVIDER, match.start(), head_end, scope, what))
             continue
         end, resolved = clause
-        native = False
-        if scope == "five_hour":
-            line_end = text.line_end(end)
-            next_line_end = text.line_end(min(line_end + 1, len(norm)))
-            native = bool(_NATIVE.search(norm, end, next_line_end))
+        native = _continues_by_itself(text, head_end, end)
         found.append(
             findings.stop(
                 PROVIDER,
@@ -294,6 +369,8 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
             )
         )
     for match in _SPEND.pattern.finditer(norm) if _SPEND in opened else ():
+        if any(start <= match.start() < end for start, end in spend_spans):
+            continue  # read with its banner above
         found.append(
             findings.no_reset(
                 PROVIDER, match.start(), match.end(), "spend_cap", "a spend cap is reached"

@@ -42,6 +42,7 @@ _CLAUDE_SCOPES = {
     "seven_day": "weekly",
     "seven_day_opus": "weekly",
     "seven_day_sonnet": "weekly",
+    "seven_day_overage_included": "weekly",
     "overage": "extra_usage",
 }
 _CODEX_WINDOWS = {300: "five_hour", 10080: "weekly", 1440: "daily"}

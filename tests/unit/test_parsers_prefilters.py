@@ -45,11 +45,12 @@ _PLAIN_STOP = re.compile(
     r"|(?P<session>[Ss]ession\s+limit\s+reached)"
     r"|(?P<weekly>(?:(?:Opus|Sonnet|Fable|Haiku)\s+)?[Ww]eekly\s+limit\s+reached)"
     r"|(?P<monthly>[Mm]onthly\s+limit\s+reached)"
-    r"|(?P<hit>You've\s+hit\s+your\s+"
-    r"(?:(?P<which>session|weekly|monthly|daily|Opus|Sonnet|Fable|Haiku)\s+)?limit\b"
+    r"|(?P<hit>You've\s+(?:hit|reached)\s+your\s+"
+    r"(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit\b"
     r"(?!\s+of\s+requests))"
     r"|(?P<extra>You're\s+out\s+of\s+extra\s+usage\b)"
     r"|(?P<legacy>Claude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
+    r"|(?P<waiting>Usage\s+limit\s+reached)(?=\s{0,3}·)"
     r"|(?P<bare>Limit\s+reached)(?=\s{0,3}·\s{0,3}resets)"
 )
 _PLAIN_SCOPES = {
@@ -64,9 +65,7 @@ _PLAIN_SCOPES = {
 def _plain_reading(match: re.Match[str]) -> tuple[tuple[int, int], str | None, bool]:
     head = match.lastgroup
     if head == "hit":
-        which = match.group("which")
-        windows = ("session", "weekly", "monthly", "daily")
-        scope = None if which is None else which if which in windows else "model"
+        scope = claude.limit_scope(match.group("which"))
     else:
         scope = _PLAIN_SCOPES.get(head or "")
     return match.span(), scope, head == "bare"
