@@ -131,6 +131,7 @@ _RATE_LIMIT_BODY = Gated(
     r"\"rate_limit_error\"|This request would exceed your account's rate limit",
     ("rate_limit_error", "would exceed your account"),
 )
+_NOT_THE_LIMIT = re.compile(r"not\s+your\s+usage\s+limit")
 _LIMIT_MENU = Gated(
     r"Stop and wait for limit to reset",
     ("Stop and wait",),
@@ -383,6 +384,10 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
     if claude_failures.COUNTDOWN in opened:
         found.extend(claude_failures.countdowns(text, ctx))
     for match in _RATE_LIMIT_BODY.pattern.finditer(norm) if _RATE_LIMIT_BODY in opened else ():
+        if _NOT_THE_LIMIT.search(text.around(match.start(), match.end())):
+            # "Server is temporarily limiting requests (not your usage limit) · This request
+            # would exceed ...": a throttle that says it is not the usage limit (rule 8).
+            continue
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), None, "the API's rate limit")
         )

@@ -80,9 +80,11 @@ WARNING = Gated(
 )
 # The session went on: the assistant answered again (a ⏺ or ● line that is no limit or error
 # line), or a scheduled wakeup resumed it. A prompt line (❯) is not enough: the empty input
-# box shows a placeholder there, and a draft may never be sent.
+# box shows a placeholder there, and a draft may never be sent. Nor is a dialog's selected
+# option ("● 1. Keep trying" under Gemini's limit): a menu waits for a choice, no turn ran.
 WENT_ON = Gated(
-    r"^[ \t]{0,4}[⏺●][ \t]{1,3}(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset))\S"
+    r"^[ \t]{0,4}[⏺●][ \t]{1,3}(?!\d{1,2}\.[ \t])"
+    r"(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset))\S"
     r"|Claude resuming",
     ("⏺", "●", "Claude resuming"),
     re.MULTILINE,

@@ -118,17 +118,29 @@ def _event(
             return True
         # Rule 9: a failed result is a failure even when the CLI exits 0 ("No conversation
         # found with session ID", max turns): its text decides what kind, else other_failure.
+        # Claude's result of a failed API call names the API's error in its own fields
+        # ("api_error": "usage_limit_reached" is Claude's word too, not a sign of Codex).
+        owner: Provider | None = (
+            "claude" if "is_error" in event and "api_error_status" in event else None
+        )
         if message := _text(event.get("result")):
-            out.messages.append(Message(message, None, start, end, failed_result=True))
+            out.messages.append(Message(message, owner, start, end, failed_result=True))
         elif isinstance(event.get("error"), dict):
             _error_body(event["error"], start, end, out)
         else:
             out.findings.append(failure("other_failure", None, start, end))
     elif kind == "assistant":
-        if _nested(event, "message", "model") == "<synthetic>":
-            # Claude prints its own limit banner as a synthetic assistant message.
+        if _api_error_row(event):
+            # Claude prints its own limit banner as a synthetic assistant message; a
+            # transcript keeps the API error as an assistant row flagged as one. Neither is
+            # the model answering: the session did not go on.
             for text in _content_texts(_nested(event, "message", "content")):
                 out.messages.append(Message(text, "claude", start, end))
+            # The rejection the banner was printed from: the stream's rate_limit_event is
+            # not emitted when the reset has already passed, but this copy of it is.
+            params = event.get("api_error_params")
+            if isinstance(params, dict) and isinstance(params.get("rate_limit_info"), dict):
+                _claude_rate_limit(params, start, end, ctx, out)
         else:
             out.findings.append(marker("went_on", "claude", start, end))
     elif kind == "user" or (kind == "message" and event.get("role") in ("user", "assistant")):
@@ -164,6 +176,15 @@ def _event(
     else:
         return False
     return True
+
+
+def _api_error_row(event: dict[str, Any]) -> bool:
+    """Whether an assistant row is Claude's report of an API error, not the model's answer."""
+    if _nested(event, "message", "model") == "<synthetic>":
+        return True
+    if event.get("isApiErrorMessage") is True or event.get("is_api_error_message") is True:
+        return True
+    return isinstance(event.get("error"), str | dict) and bool(event.get("error"))
 
 
 def _content_texts(content: Any) -> list[str]:
