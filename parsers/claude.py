@@ -392,4 +392,5 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
             findings.not_stated(PROVIDER, match.start(), match.end(), None, "the API's rate limit")
         )
     found.extend(findings.scan_common(text, PROVIDER, _COMMON, opened))
+    found.extend(claude_failures.tool_results(text))
     return found

@@ -12,6 +12,7 @@ transient API errors, sign-in failures, other failures, warnings, and the sessio
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from typing import Final
 
 from parsers import findings
@@ -82,16 +83,55 @@ WARNING = Gated(
 # line), or a scheduled wakeup resumed it. A prompt line (❯) is not enough: the empty input
 # box shows a placeholder there, and a draft may never be sent. Nor is a dialog's selected
 # option ("● 1. Keep trying" under Gemini's limit): a menu waits for a choice, no turn ran.
+#
+# More work shows too: a tool call ("● Bash(psql ... limit 8)": its words are the agent's, so
+# "limit" in them says nothing), the spinner Claude shows while it works ("✻ Cogitating…
+# (esc to interrupt)"), and a tool's result (tool_results below).
 WENT_ON = Gated(
     r"^[ \t]{0,4}[⏺●][ \t]{1,3}(?!\d{1,2}\.[ \t])"
-    r"(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset))\S"
+    r"(?:[A-Z][A-Za-z]{1,30}\((?!\))"
+    r"|(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset))\S)"
+    r"|[Ee]sc to interrupt"
     r"|Claude resuming",
-    ("⏺", "●", "Claude resuming"),
+    ("⏺", "●", "sc to interrupt", "Claude resuming"),
     re.MULTILINE,
 )
 
 #: Every gated pattern of this module, for the Claude scanner's gates.
 GATES = module_gates(globals())
+
+
+# A tool's result on a ⎿ line that is no banner, error or interruption. The fold makes ⎿ a
+# space in `norm` (it is drawn like a border), so these lines are found in the original text.
+_TOOL_RESULT = re.compile(
+    r"^[ \t]{0,8}⎿[ \t]{1,4}"
+    r"(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset|Interrupted|[Cc]ancel))\S",
+    re.MULTILINE,
+)
+
+
+def tool_results(text: Text) -> list[Finding]:
+    """The session went on: a tool ran and Claude shows its result on a ⎿ line."""
+    original = text.original
+    if "⎿" not in original:
+        return []
+    found = []
+    for match in _TOOL_RESULT.finditer(original):
+        start = _norm_offset(text, match.start())
+        if start is not None:
+            found.append(findings.marker("went_on", PROVIDER, start, start + len(match.group())))
+    return found
+
+
+def _norm_offset(text: Text, original_offset: int) -> int | None:
+    """Where a position of the original text stands in `norm`; None inside a removed escape."""
+    runs_orig = text._runs_orig
+    index = bisect_right(runs_orig, original_offset) - 1
+    if index < 0:
+        return None
+    offset = text._runs_norm[index] + (original_offset - runs_orig[index])
+    following = text._runs_norm[index + 1] if index + 1 < len(text._runs_norm) else len(text.norm)
+    return offset if offset < following else None
 
 
 def countdowns(text: Text, ctx: Context) -> list[Finding]:

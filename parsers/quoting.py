@@ -1,9 +1,14 @@
-"""Rule 8: a banner that someone quotes is not a stop.
+"""Rule 8: a banner that someone quotes, or that stands in code or a tool's output, is not a stop.
 
 An agent talking about limits ("the CLI said 'You've hit your limit · resets 5pm' earlier")
-mentions a banner without being stopped by it. Only quotation marks make a banner quoted:
+mentions a banner without being stopped by it. Quotation marks in prose make a banner quoted:
 Claude draws its own live banners and errors on ⏺ and ● lines too, so a line's glyph alone
 says nothing, and missing a live banner could let an earlier reset decide.
+
+Text the CLI shows from elsewhere holds banners that stopped nothing: a file read with line
+numbers ("   12→"), a comment (// ..., /** ... */), a string constant (= "..."), a tool's
+result (named by its tool_use_id), a pretty-printed JSON string value. The CLI prints its own
+banners at the start of a line, or after its ⎿ / ● / ⚠ glyphs, never after these.
 """
 
 from __future__ import annotations
@@ -22,7 +27,45 @@ _REACH = 300
 _WORD = re.compile(r"[A-Za-z]{2}")
 
 
+#: What may stand before a banner on its line when it is shown from a file, code or a tool:
+#: a line number of a file read, a comment's opening, an assignment's opening quote, a JSON
+#: key of a pretty-printed value. Anchored at the line's start, run on its first part only.
+_SHOWN_PREFIX = re.compile(
+    r"[ \t]{0,40}(?:"
+    # A file read ("    12→", Claude's Read tool) or a comment line, also as a JSON value.
+    r"(?:\"[^\"\n]{1,60}\"[ \t]{0,4}:[ \t]{0,4}\"[ \t]{0,4})?(?:\d{1,7}[ \t]{0,2}→|//|/\*|<!--)"
+    r"|(?P<doc>\*[ \t])"  # a doc comment's inner line, when a /* is open above it
+    r"|[^\n]{0,120}?[=(][ \t]{0,4}[\"'`/]"  # x = "..., f("... or a /regex/
+    r")"
+)
+#: A tool's result names the call it answers; Claude's terminal never shows the id itself.
+_TOOL_RESULT_ID = re.compile(r"toolu_|tool_use_id|\"tool_result\"")
+#: How far before a banner a tool result's id, or a comment's opening, is looked for.
+_LOOK_BACK = 400
+
+
 def is_quoted(text: Text, start: int, end: int) -> bool:
+    """Whether norm[start:end] is a banner someone shows rather than the CLI's own: inside
+    quotation marks in prose, or in a file read, code, or a tool's result (see above)."""
+    return _in_quotes(text, start, end) or _shown(text, start)
+
+
+def _shown(text: Text, start: int) -> bool:
+    norm = text.norm
+    back = max(0, start - _LOOK_BACK)
+    line_start = text.line_start_within(start, _REACH)
+    prefix = _SHOWN_PREFIX.match(norm, line_start, start) if line_start < start else None
+    if prefix is not None:
+        if prefix.group("doc") is None:
+            return True
+        # " * ..." is a bullet in prose (Gemini prints its quota lines so) unless a comment
+        # opened above it is still open.
+        if norm.rfind("/*", back, start) > norm.rfind("*/", back, start):
+            return True
+    return bool(_TOOL_RESULT_ID.search(norm, back, start))
+
+
+def _in_quotes(text: Text, start: int, end: int) -> bool:
     """Whether norm[start:end] stands inside quotation marks in prose: prose continues after
     the closing mark, or the line is the assistant's (⏺, ✦)."""
     norm = text.norm

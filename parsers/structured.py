@@ -45,6 +45,11 @@ _CLAUDE_SCOPES = {
     "seven_day_overage_included": "weekly",
     "overage": "extra_usage",
 }
+#: Claude transcript rows that hold no turn and no API answer: the user's typed prompt
+#: ("last-prompt"), a title, file snapshots, the prompt queue.
+_TRANSCRIPT_BOOKKEEPING = frozenset(
+    ("last-prompt", "summary", "custom-title", "file-history-snapshot", "queue-operation")
+)
 _CODEX_WINDOWS = {300: "five_hour", 10080: "weekly", 1440: "daily"}
 
 
@@ -145,6 +150,8 @@ def _event(
             out.findings.append(marker("went_on", "claude", start, end))
     elif kind == "user" or (kind == "message" and event.get("role") in ("user", "assistant")):
         pass  # a turn's content: never read as a limit (rule 8)
+    elif kind in _TRANSCRIPT_BOOKKEEPING or "lastPrompt" in event:
+        pass  # what the user typed, titles, snapshots: never the CLI's own banner (rule 8)
     elif kind == "system" and event.get("subtype") == "init":
         out.findings.append(marker("went_on", "claude", start, end))
     elif kind in ("error", "turn.failed"):
