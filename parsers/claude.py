@@ -299,6 +299,7 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
     found: list[Finding] = []
     epoch_starts: list[int] = []
     spend_spans: list[tuple[int, int]] = []
+    waiting_starts: set[int] = set()
     for match in _EPOCH.pattern.finditer(norm) if _EPOCH in opened else ():
         epoch_starts.append(match.start())
         resolved = at_epoch(
@@ -348,6 +349,8 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
             continue
         end, resolved = clause
         native = _continues_by_itself(text, head_end, end)
+        if waiting:
+            waiting_starts.add(match.start())
         found.append(
             findings.stop(
                 PROVIDER,
@@ -393,4 +396,28 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
         )
     found.extend(findings.scan_common(text, PROVIDER, _COMMON, opened))
     found.extend(claude_failures.tool_results(text))
-    return found
+    return _waiting_joined(found, waiting_starts) if waiting_starts else found
+
+
+def _waiting_joined(found: list[Finding], waiting_starts: set[int]) -> list[Finding]:
+    """The CLI's "Usage limit reached · set to continue automatically at 11:40pm" (and its
+    status line) follows the banner it waits on: one limit, told twice. It names neither the
+    window nor the zone, so it lends the banner before it (in the same episode: nothing shows
+    the session went on between) what it adds, that the CLI continues by itself, and is read
+    on its own only where no banner precedes it."""
+    ordered = sorted(found, key=lambda finding: finding.start)
+    joined: list[Finding] = []
+    banner_at: int | None = None  # index in `joined` of the banner the episode waits on
+    for finding in ordered:
+        if finding.role == "went_on":
+            banner_at = None
+        elif finding.role == "stop" and finding.start in waiting_starts:
+            if banner_at is not None:
+                banner = joined[banner_at]
+                if finding.native_auto_continue and not banner.native_auto_continue:
+                    joined[banner_at] = banner._replace(native_auto_continue=True)
+                continue
+        elif finding.role == "stop":
+            banner_at = len(joined)
+        joined.append(finding)
+    return joined

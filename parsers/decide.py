@@ -68,10 +68,7 @@ def decide(found: list[Finding]) -> Decision:
     ordered = _without_retried_errors(sorted(found, key=lambda f: (f.start, f.end)))
     stops = _structured_first(_live_stops(ordered))
     if stops:
-        decision = _decide_stops(stops)
-        if decision.refusal is None and decision.finding is not None:
-            return decision._replace(finding=_one_limit(decision.finding, stops))
-        return decision
+        return _decide_stops(stops)
     failures = [f for f in ordered if f.role in ("failure", "countdown")]
     if failures:
         chosen = _last_failure(failures)
@@ -222,29 +219,6 @@ def _decide_stops(stops: list[Finding]) -> Decision:
     if with_reset:
         return Decision(max(with_reset, key=_reset_key))
     return Decision(max(refused, key=lambda f: f.start))
-
-
-def _one_limit(chosen: Finding, stops: list[Finding]) -> Finding:
-    """The deciding banner with what the other live banners of the same reset add: the CLI's
-    "Usage limit reached · set to continue automatically at 11:40pm" names no window, the
-    "You've hit your 5-hour limit · resets 11:40pm" above it names no auto-continue; together
-    they are one limit, with the window named and the CLI continuing by itself."""
-    reset = chosen.reset
-    if reset is None:
-        return chosen
-    scope = chosen.scope
-    native = chosen.native_auto_continue
-    for other in stops:
-        if other is chosen or other.reset is None or other.structured:
-            continue
-        if not _same_reset(reset, other.reset):
-            continue
-        if scope is None and other.scope is not None:
-            scope = other.scope
-        native = native or other.native_auto_continue
-    if scope == chosen.scope and native == chosen.native_auto_continue:
-        return chosen
-    return chosen._replace(scope=scope, native_auto_continue=native)
 
 
 def _reset_key(finding: Finding) -> tuple[float, int]:
