@@ -35,8 +35,9 @@ DRAWS = 24
 
 #: Claude prints the TZ value as given; the legacy IANA names are in the database too.
 CLAUDE_ZONES = (*HOST_ZONES, "Japan", "EST5EDT", "CET")
+CODEX_LIMIT_NAMES = ("GPT-5.3-Codex-Spark", "gpt-5.5-mini")
 GEMINI_MODELS = ("gemini-3.8-flash", "gemini-2.5-pro", "all Pro models")
-ADMIN_URL = "https://claude.ai/admin-settings/usage"
+ADMIN_URLS = ("https://claude.ai/admin-settings/usage", "claude.ai/settings/usage")
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,10 @@ def draw(case: Case, rng: random.Random) -> Drawn:
         rendered = f"{delay:.{decimals}f}"
         truth = now + timedelta(seconds=float(rendered))
         text = text.replace("{delay}", f"{rendered}s")
-    text = text.replace("{url}", ADMIN_URL).replace("{model}", rng.choice(GEMINI_MODELS))
+    text = text.replace("{limit_name}", rng.choice(CODEX_LIMIT_NAMES))
+    text = text.replace("{url}", rng.choice(ADMIN_URLS)).replace(
+        "{model}", rng.choice(GEMINI_MODELS)
+    )
     assert "{" not in text, f"unrendered placeholder in {text!r}"
     return Drawn(text=text, observed_at=now, zone=zone, truth=truth)
 

@@ -355,8 +355,21 @@ def claude_templates(digest: str) -> Iterable[Template]:
             window_s=_WEEK,
             source="overage rejected (extra-usage wording)",
         )
+    spend_names = sorted(
+        set(re.findall(r"\"((?:individual |monthly |org's monthly )spend limit)\"", digest))
+    )
+    if hit in digest:
+        for spend in spend_names:
+            yield Template(
+                id=f"hit-{_slug(spend)}",
+                kind="provider_quota",
+                scope="spend_cap",
+                template=f"You've hit your {spend} · ask your admin to raise it at {{url}}",
+                refusal="no_reset",
+                source="overage disabled by a spend cap, no other limit hit",
+            )
     if re.search(r"your \$\{\w+\.limitName\} resets \$\{\w+\.resetTime\}", digest):
-        for spend in sorted(set(re.findall(r"\"((?:individual |monthly )spend limit)\"", digest))):
+        for spend in spend_names:
             yield Template(
                 id=f"hit-{_slug(spend)}-then-weekly",
                 kind="provider_quota",
@@ -368,14 +381,6 @@ def claude_templates(digest: str) -> Iterable[Template]:
                 formatter="claude_reset",
                 window_s=_WEEK,
                 source="overage disabled by a spend cap; the plan's own limit resets later",
-            )
-            yield Template(
-                id=f"hit-{_slug(spend)}",
-                kind="provider_quota",
-                scope="spend_cap",
-                template=f"You've hit your {spend} · ask your admin to raise it at {{url}}",
-                refusal="no_reset",
-                source="overage disabled by a spend cap, no other limit hit",
             )
     # The auto-continue copy: a table of phrases with a {when} slot ("at <time>"), or, in
     # older builds, template literals with the time interpolated.
@@ -424,6 +429,22 @@ def claude_templates(digest: str) -> Iterable[Template]:
             login_command="/login",
             source="authentication failures",
         )
+    throttle = "Server is temporarily limiting requests (not your usage limit)"
+    if _has(digest, f'"{throttle}"'):
+        yield Template(
+            id="temporarily-limiting-requests",
+            kind="transient",
+            template=f"API Error: {throttle} · This request would exceed your account's rate "
+            "limit. Please try again later.",
+            source="a 429 without the unified rate-limit claim, after the retries",
+        )
+    for model in sorted(set(re.findall(r"\"(\w+) is experiencing high load, please use", digest))):
+        yield Template(
+            id=f"{_slug(model)}-high-load",
+            kind="transient",
+            template=f"{model} is experiencing high load, please use /model to switch to Sonnet",
+            source="overloaded model, a fallback offered",
+        )
     if _has(digest, '"Repeated 529 Overloaded errors"'):
         yield Template(
             id="repeated-529-overloaded",
@@ -431,6 +452,21 @@ def claude_templates(digest: str) -> Iterable[Template]:
             template="API Error: Repeated 529 Overloaded errors",
             source="overloaded retries",
         )
+    # Caps that waiting does not lift, printed as whole sentences.
+    for text, scope in (
+        ("You've hit your monthly spend limit.", "spend_cap"),
+        ("You've hit your channel's monthly spend limit.", "spend_cap"),
+        ("Your group's usage limit is set to $0", "spend_cap"),
+    ):
+        if _has(digest, f'"{text}"'):
+            yield Template(
+                id=f"cap-{_slug(text)}",
+                kind="provider_quota",
+                scope=scope,
+                template=text,
+                refusal="no_reset",
+                source="usage credits capped or switched off",
+            )
 
 
 def claude_formatters(digest: str) -> Iterable[Formatter]:
@@ -543,10 +579,47 @@ def codex_templates(digest: str) -> Iterable[Template]:
                 refusal="no_reset",
                 source="RateLimitReachedType from the 429",
             )
-    for text in ("Selected model is at capacity. Please try a different model.",):
+    for apostrophe, mark in (("curly", "’"), ("straight", "'")):
+        if _has(digest, f"You{mark}ve hit your usage limit for ", ". Switch to another model now,"):
+            yield Template(
+                id=f"usage-limit-for-model-{apostrophe}",
+                kind="provider_quota",
+                template=f"You{mark}ve hit your usage limit for {{limit_name}}. Switch to another "
+                "model now, or try again at {time}.",
+                formatter="codex_retry",
+                window_s=_WEEK,
+                source="UsageLimitReachedError for a per-model limit (rate_limits.limit_name)",
+            )
+    for ident, text, kind, refusal in (
+        (
+            "quota-exceeded",
+            "Quota exceeded. Check your plan and billing details.",
+            "provider_quota",
+            "no_reset",
+        ),
+        (
+            "usage-not-included",
+            "To use Codex with your ChatGPT plan, upgrade to Plus: "
+            "https://chatgpt.com/explore/plus.",
+            "provider_quota",
+            "no_reset",
+        ),
+        (
+            "model-at-capacity",
+            "Selected model is at capacity. Please try a different model.",
+            "transient",
+            None,
+        ),
+        (
+            "high-demand",
+            "We’re currently experiencing high demand, which may cause temporary errors.",
+            "transient",
+            None,
+        ),
+    ):
         if text in digest:
             yield Template(
-                id="model-at-capacity", kind="transient", template=text, source="ServerOverloaded"
+                id=ident, kind=kind, template=text, refusal=refusal, source="CodexErr display"
             )
 
 
@@ -715,7 +788,7 @@ def collect(cli: str, digests: dict[str, str]) -> dict[str, object]:
 def unclaimed(cli: str, digest: str, document: dict[str, object]) -> list[str]:
     """Anchor sentences in the code that no template's fixed text covers: read them."""
     texts = [str(t["template"]) for t in document["templates"]]  # type: ignore[attr-defined]
-    stems = {re.split(r"\{|\n", text)[0][:24] for text in texts}
+    stems = {re.split(r"\{|\n", text.removeprefix("[API Error: "))[0][:24] for text in texts}
     sentence = re.compile(
         r"[\"`]([A-Z][^\"`\\]{0,40}(?:hit your|usage limit|out of credits|spend cap|"
         r"exhausted your|try again at|Access resets|continue automatically)[^\"`]{0,80})[\"`]"
