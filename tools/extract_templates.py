@@ -506,7 +506,9 @@ _CODEX_PREFIX = re.compile(r"You[’']ve hit your usage limit\.(?: [^\n\\]{10,20
 def codex_templates(digest: str) -> Iterable[Template]:
     after_or = " or try again at " in digest
     plain = " Try again at " in digest
-    later = "Try again later." in digest
+    # The suffixes for a 429 without resets_at, after an upsell and after the bare sentence.
+    after_or_later = " or try again later." in digest
+    plain_later = " Try again later." in digest
     prefixes = sorted({m.group(0).rstrip() for m in _CODEX_PREFIX.finditer(digest)})
     for prefix in prefixes:
         apostrophe = "curly" if "’" in prefix else "straight"
@@ -522,7 +524,7 @@ def codex_templates(digest: str) -> Iterable[Template]:
                     window_s=_WEEK,
                     source="UsageLimitReachedError with the plan's upsell",
                 )
-            if later:
+            if after_or_later:
                 yield Template(
                     id=f"usage-limit-{name}-{apostrophe}-later",
                     kind="provider_quota",
@@ -540,7 +542,7 @@ def codex_templates(digest: str) -> Iterable[Template]:
                     window_s=_WEEK,
                     source="UsageLimitReachedError, plan without an upsell",
                 )
-            if later:
+            if plain_later:
                 yield Template(
                     id=f"usage-limit-{apostrophe}-later",
                     kind="provider_quota",
