@@ -23,23 +23,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Set as AbstractSet
-from functools import lru_cache
 from typing import Final
 
 from parsers import claude_failures, clock, findings
 from parsers.findings import Context, Finding
 from parsers.grammar import (
     DURATION,
-    MONTH_NAME,
-    TIME_12,
-    ZONE_IN_PARENS,
     Gated,
     GateIndex,
     any_within,
     module_gates,
-    month_number,
     read_duration,
-    squeeze,
 )
 from parsers.text import Text
 from parsers.timeres import Resolved, after_duration, at_epoch, window
@@ -89,14 +83,6 @@ _RESET_LEAD = re.compile(
     r"[.!]?\s{0,16}(?:[·|-]\s{0,16})?(?:Your\s+limit\s+will\s+reset\s+at|[Rr]esets(?:\s+at)?)\s{1,4}"
 )
 _RESET_IN = re.compile(rf"in\s{{1,4}}(?P<duration>{DURATION})")
-_DATE = re.compile(
-    rf"{MONTH_NAME}\s{{1,3}}(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])"
-    r"(?:,?\s{1,3}(?P<year>20\d\d)(?!\d))?"
-)
-_DATE_TIME_SEP = re.compile(r"\s{0,3},\s{0,3}|\s{1,3}at\s{1,3}|\s{1,3}")
-_TIME = re.compile(TIME_12)
-# The zone may wrap onto the next line under Claude's indentation.
-_ZONE = re.compile(r"\s{0,16}" + ZONE_IN_PARENS)
 _NATIVE = re.compile(
     r"will\s+(?:auto-?)?continue|auto-?continu\w*|continue\s+when\s+(?:the\s+)?limit\s+resets"
     r"|continuing\s+automatically",
@@ -150,46 +136,11 @@ def _reset_clause(
             resolution_s=duration.resolution_s,
             limit=window(PROVIDER, scope),
         )
-    month = day = year = None
-    date = _DATE.match(norm, cursor)
-    if date:
-        month = month_number(date.group("month"))
-        day = int(date.group("day"))
-        year = int(date.group("year")) if date.group("year") else None
-        cursor = date.end()
-        separator = _DATE_TIME_SEP.match(norm, cursor)
-        time = _TIME.match(norm, separator.end()) if separator else None
-    else:
-        time = _TIME.match(norm, cursor)
-    hour = minute = None
-    meridiem = None
-    if time:
-        hour_digits, minute_digits, meridiem = time.group("hour", "minute", "meridiem")
-        hour = int(hour_digits)
-        minute = int(minute_digits or 0)
-        cursor = time.end()
-    if not date and not time:
+    phrase = clock.read_phrase(norm, cursor)
+    if phrase is None:
         return cursor, Refusal("unparseable", "a reset is announced but its time cannot be read")
-    zone = _ZONE.match(norm, cursor)
-    iana = None
-    if zone and _looks_like_zone(zone.group("zone")):
-        iana = zone.group("zone")
-        cursor = zone.end()
-    # Positional: nine keywords cost more to bind than nine positions, on every banner read.
-    printed = clock.Printed(
-        hour, minute or 0, meridiem, month, day, year, iana, None, norm[lead.end() : cursor]
-    )
+    cursor, printed = phrase
     return cursor, clock.resolve(printed, ctx, PROVIDER, scope)
-
-
-# Cached on the words in parentheses: a pure function of a short printed fragment, and the
-# same few zone names recur.
-@lru_cache(maxsize=512)
-def _looks_like_zone(words: str) -> bool:
-    """A parenthesis after a time names a zone only if it reads like one ("Area/City", UTC):
-    the next line's "(No content)" is not a zone."""
-    name = squeeze(words)
-    return "/" in name or name in ("UTC", "GMT", "Z")
 
 
 _HEAD_SCOPES = {

@@ -23,8 +23,18 @@ MONTH_NAME = (
     r"(?P<month>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
     r"(?:uary|ruary|ch|il|e|y|ust|t|tember|ober|ember)?\.?"
 )
-#: "(Europe/Berlin)", also wrapped: "(America/New_\n   York)".
-ZONE_IN_PARENS = r"\(\s{0,4}(?P<zone>[A-Za-z][A-Za-z0-9_/+\-\s]{0,60}?)\s{0,4}\)"
+#: "15:30", "09:00", "19:00": a 24-hour clock, no meridiem after it, no seconds.
+TIME_24 = (
+    r"(?P<hour>[01]?\d|2[0-3]):(?P<minute>[0-5]\d)(?![\d:])"
+    r"(?!\s?[AaPp]\.?[Mm]\.?(?![A-Za-z]))"
+)
+#: "Tuesday", "Tue", "Tues", "Thu", "Thurs", "Mon."; weekday_number maps it.
+WEEKDAY = (
+    r"(?P<weekday>Mon(?:day)?|Tue(?:s(?:day)?)?|Wed(?:nesday)?|Thu(?:r(?:s(?:day)?)?)?"
+    r"|Fri(?:day)?|Sat(?:urday)?|Sun(?:day)?)\.?(?![A-Za-z])"
+)
+#: "(Europe/Berlin)", "(GMT+5:30)", also wrapped: "(America/New_\n   York)".
+ZONE_IN_PARENS = r"\(\s{0,4}(?P<zone>[A-Za-z][A-Za-z0-9_/+:\-\s]{0,60}?)\s{0,4}\)"
 
 _DURATION_UNIT = (
     r"(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|milliseconds?|ms|seconds?|secs?|s)(?![A-Za-z])"
@@ -70,6 +80,14 @@ def read_duration(text: str) -> Duration | None:
 
 def month_number(name: str) -> int:
     return MONTHS[name[:3].lower()]
+
+
+_WEEKDAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
+
+
+def weekday_number(name: str) -> int:
+    """0 for Monday, as date.weekday() counts."""
+    return _WEEKDAYS[name[:3].lower()]
 
 
 _WHITE_SPACE = re.compile(r"\s+")
