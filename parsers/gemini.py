@@ -100,9 +100,13 @@ _LOGIN = Gated(
     # "Login" and "login" spelled out: every alternative starts with a fixed character, so
     # the regex engine looks only at positions where one can start.
     r"Login required|login required|Failed to sign in|Failed to login"
-    r"|authentication page in your browser",
-    ("ogin required", "Failed to sign in", "Failed to login", "browser"),
-)
+    r"|authentication page in your browser"
+    # The API's answer to a key it does not know (400 INVALID_ARGUMENT, reason API_KEY_INVALID):
+    # a new key is needed, which no wait or retry gives.
+    r"|API key not valid|API_KEY_INVALID",
+    ("ogin required", "Failed to sign in", "Failed to login", "browser", "API key not valid",
+     "API_KEY_INVALID"),
+)  # fmt: skip
 _OTHER = Gated(
     r"exceeds the maximum number of tokens|INVALID_ARGUMENT",
     ("exceeds the maximum number of tokens", "INVALID_ARGUMENT"),

@@ -39,8 +39,12 @@ ZONE_IN_PARENS = r"\(\s{0,4}(?P<zone>[A-Za-z][A-Za-z0-9_/+:\-\s]{0,60}?)\s{0,4}\
 _DURATION_UNIT = (
     r"(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|milliseconds?|ms|seconds?|secs?|s)(?![A-Za-z])"
 )
-#: "8h44m7s", "2 days 10 hours 19 minutes", "10h 33m", "51820.6s", "89ms", "1 seconds".
-DURATION = rf"(?:\d{{1,9}}(?:\.\d{{1,12}})?\s{{0,4}}{_DURATION_UNIT}[\s,]{{0,4}}(?:and\s+)?){{1,5}}"
+#: "8h44m7s", "2 days 10 hours 19 minutes", "10h 33m", "51820.6s", "89ms", "1 seconds", and
+#: "less than a minute" (a wait somewhere under 60 s: read as 0 s to the minute).
+DURATION = (
+    rf"(?:(?:\d{{1,9}}(?:\.\d{{1,12}})?\s{{0,4}}{_DURATION_UNIT}[\s,]{{0,4}}(?:and\s+)?){{1,5}}"
+    r"|less\s{1,4}than\s{1,4}(?:a|one)\s{1,4}minute\b)"
+)
 
 _DURATION_PART = re.compile(
     r"(?P<value>\d{1,9}(?:\.\d{1,12})?)\s{0,4}(?P<unit>days?|d|hours?|hrs?|h|minutes?|mins?|m"
@@ -58,6 +62,9 @@ class Duration:
 
 def read_duration(text: str) -> Duration | None:
     """The total of a duration's parts, or None when it has none."""
+    if text.startswith("less"):
+        # Under a minute: the wait may be 0 s, and the minute's rest is its resolution.
+        return Duration(seconds=0.0, resolution_s=60)
     total = 0.0
     has_seconds = False
     found = False

@@ -142,7 +142,7 @@ def test_next_time_of_day_beyond_the_window_is_stale() -> None:
 
 
 def test_next_weekday_time_rolls_a_passed_weekday_to_next_week() -> None:
-    """"Tuesday 9am" seen on a Tuesday at 9:05 is next Tuesday's 9am, never today's."""
+    """A "Tuesday 9am" seen on a Tuesday at 9:05 is next Tuesday's 9am, never today's."""
     observed = datetime(2026, 7, 7, 9, 5, tzinfo=UTC)  # a Tuesday
     window = timedelta(days=7, hours=1)
     result = next_weekday_time(1, 9, 0, UTC, observed, limit=window, form="named_zone")
@@ -151,7 +151,7 @@ def test_next_weekday_time_rolls_a_passed_weekday_to_next_week() -> None:
 
 
 def test_next_weekday_time_across_a_dst_change() -> None:
-    """"Tuesday 9am (America/New_York)" seen the Thursday before the spring change is
+    """A "Tuesday 9am (America/New_York)" seen the Thursday before the spring change is
     9am EDT on the Tuesday after it (13:00Z)."""
     observed = datetime(2026, 3, 5, 15, 0, tzinfo=UTC)
     window = timedelta(days=7, hours=1)
