@@ -80,7 +80,9 @@ _HIT_SCOPES = {
 
 _RESET_LEAD = re.compile(
     # The clause may wrap onto the next line under Claude's indentation.
-    r"[.!]?\s{0,16}(?:[·|-]\s{0,16})?(?:Your\s+limit\s+will\s+reset\s+at|[Rr]esets(?:\s+at)?)\s{1,4}"
+    r"[.!]?\s{0,16}(?:[·|-]\s{0,16})?(?:Your\s+limit\s+will\s+reset\s+at|[Rr]esets(?:\s+at)?"
+    # "· try again in 0 minutes": a wait, read as a duration from observed_at (rule 6).
+    r"|try\s+again(?=\s{1,4}in\s))\s{1,4}"
 )
 _RESET_IN = re.compile(rf"in\s{{1,4}}(?P<duration>{DURATION})")
 _NATIVE = re.compile(

@@ -184,6 +184,10 @@ def read_phrase(norm: str, pos: int) -> tuple[int, Printed] | None:
     else:
         time_at = cursor
     time = _TIME_12.match(norm, time_at) or _TIME_24.match(norm, time_at)
+    if date and not time and norm[time_at : time_at + 1].isdigit():
+        # "May 28 at 7": a time was printed but is none of the forms (no meridiem, no
+        # minutes); not a date without a time.
+        return None
     hour: int | None = None
     minute = 0
     meridiem = None

@@ -305,6 +305,7 @@ def dated_time(
     if year is None:
         base_year = (observed_at - _DAY).astimezone(zone).year
         chosen: datetime | None = None
+        passed: datetime | None = None
         for candidate_year in (base_year, base_year + 1, base_year + 4):
             try:
                 candidate_day = date(candidate_year, month, day)
@@ -316,8 +317,12 @@ def dated_time(
             if at >= observed_at - _DAY:
                 chosen = at
                 break
+            passed = at
         if chosen is None:
             return Refusal("unparseable", f"no date {month}/{day} found")
+        if passed is not None and chosen > observed_at + limit:
+            # "Jul 4" seen on Jul 10: this year's has passed, next year's is no limit's reset.
+            return _stale(passed, observed_at)
     else:
         try:
             printed_day = date(year, month, day)
