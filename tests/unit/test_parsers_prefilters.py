@@ -129,3 +129,34 @@ def test_read_wall_agrees_with_the_round_trip() -> None:
                         assert not first_ok and not second_ok
                         assert reading == timeres.Gap(first, second)
             day += timedelta(days=1)
+
+
+def _wrapped_variants(text: str, rng: random.Random) -> list[str]:
+    """The text as a terminal may show it: each space once a line break with indentation,
+    runs of spaces, and lines joined."""
+    spaces = [index for index, char in enumerate(text) if char == " "]
+    variants = [text.replace("\n", " "), text.replace(" ", "  ")]
+    for index in rng.sample(spaces, min(len(spaces), 6)):
+        variants.append(text[:index] + "\n    " + text[index + 1 :])
+    return variants
+
+
+def test_codex_and_gemini_gates_never_hide_a_match() -> None:
+    """Every Codex and Gemini gated pattern finds, with its needle test, exactly what its
+    regex finds without it, on every corpus text and wrapped, re-spaced and joined variants
+    of it: a needle that a line break can split would hide a banner the regex reads."""
+    from parsers import codex, gemini
+
+    rng = random.Random(14)
+    texts = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
+    texts.append("You're out of Codex\nmessages. Your rate limit resets on Dec 3, 2026 5:00 PM.")
+    hidden = []
+    for text in texts:
+        for variant in [text, *_wrapped_variants(text, rng)]:
+            norm = normalize(variant).norm
+            for gate in (*codex.GATES, *gemini.GATES):
+                gated = [match.span() for match in gate.finditer(norm)]
+                plain = [match.span() for match in gate.pattern.finditer(norm)]
+                if gated != plain:
+                    hidden.append((gate.pattern.pattern[:40], norm[:60]))
+    assert hidden == []
