@@ -23,9 +23,11 @@ MONTH_NAME = (
     r"(?P<month>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
     r"(?:uary|ruary|ch|il|e|y|ust|t|tember|ober|ember)?\.?"
 )
-#: "15:30", "09:00", "19:00": a 24-hour clock, no meridiem after it, no seconds.
+#: "15:30", "09:00", "19:00": a 24-hour clock, no meridiem after it, no seconds. Only the hours
+#: no 12-hour clock prints: 13-23, or zero-padded (en-US never pads "9:00 AM"); a bare "12:30"
+#: or "9:30" may be a 12-hour time whose meridiem was lost, so it is not read.
 TIME_24 = (
-    r"(?P<hour>[01]?\d|2[0-3]):(?P<minute>[0-5]\d)(?![\d:])"
+    r"(?P<hour>0\d|1[3-9]|2[0-3]):(?P<minute>[0-5]\d)(?![\d:])"
     r"(?!\s?[AaPp]\.?[Mm]\.?(?![A-Za-z]))"
 )
 #: "Tuesday", "Tue", "Tues", "Thu", "Thurs", "Mon."; weekday_number maps it.
