@@ -7,9 +7,9 @@ with tests/render.py and parses it with the observed_at and zone the host would 
 Left out on purpose, because the rules themselves make them ambiguous rather than the parser
 wrong: a repeated wall time (DST fold: the rules take the later reading, so a reset at the
 first reading comes out late, never early; checked separately), and a time of day without a
-date more than 23 h 45 min ahead (Claude prints a bare time for a weekly reset later "today",
-so one seen at 00:05 for 23:58 falls inside rule 3's ten-minute look-back and reads as
-yesterday's).
+date more than 23 h 58 min ahead (Claude prints a bare time for any reset under 24 h ahead, so
+one a day ahead to within the minute prints the minute passing at observed_at, which rule 3a
+reads as that minute).
 """
 
 from __future__ import annotations
@@ -453,7 +453,8 @@ def test_go_duration(milliseconds: int, printed: str) -> None:
 
 
 def test_claude_times() -> None:
-    """Claude drops ":00", writes am/pm in lower case and dates only a reset not on local today."""
+    """Claude drops ":00", writes am/pm in lower case and dates only a reset 24 h or more ahead,
+    even one on the next local day under 24 h ahead staying bare."""
     wall = datetime(2026, 7, 25, 0, 0)
     assert [
         claude_clock(wall.replace(hour=h, minute=m)) for h, m in ((0, 0), (12, 0), (17, 40))
@@ -464,3 +465,5 @@ def test_claude_times() -> None:
         claude_when(reset, "America/New_York", reset - timedelta(hours=30), "at") == "Jul 25 at 9pm"
     )
     assert claude_when(reset, "America/New_York", reset - timedelta(hours=2)) == "9pm"
+    assert claude_when(reset, "America/New_York", reset - timedelta(hours=23, minutes=55)) == "9pm"
+    assert claude_when(reset, "America/New_York", reset - timedelta(hours=24)) == "Jul 25, 9pm"
