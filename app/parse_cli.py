@@ -78,7 +78,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"rewake parse: --observed-at: {error}", file=sys.stderr)
         return 2
-    verdict = parse(text, observed_at=observed_at, zone=args.zone, provider=args.provider)
+    try:
+        verdict = parse(text, observed_at=observed_at, zone=args.zone, provider=args.provider)
+    except ValueError as error:
+        print(f"rewake parse: --observed-at: {error}", file=sys.stderr)
+        return 2
     answer = verdict.to_json()
     refusal = answer["refusal"]
     if refusal and refusal["code"] == "zone_unknown" and args.zone is None:
@@ -109,10 +113,17 @@ def _answer_line(line: str, now: datetime) -> dict[str, Any]:
             "id": ident,
             "error": {"code": "invalid_provider", "detail": f"unknown provider {provider!r}"},
         }
+    observed_raw = item.get("observed_at")
+    if observed_raw is not None and not isinstance(observed_raw, str):
+        return {
+            "id": ident,
+            "error": {"code": "invalid_observed_at", "detail": "observed_at must be a string"},
+        }
     try:
-        observed_raw = item.get("observed_at")
-        observed_at = _aware(observed_raw) if isinstance(observed_raw, str) else now
-    except ValueError as error:
+        observed_at = _aware(observed_raw) if observed_raw is not None else now
+        # parse refuses an instant outside the years it reasons about (ValueError): that is
+        # this line's error, and the lines after it are still answered.
+        verdict = parse(text, observed_at=observed_at, zone=zone, provider=provider)
+    except (ValueError, OverflowError) as error:
         return {"id": ident, "error": {"code": "invalid_observed_at", "detail": str(error)}}
-    verdict = parse(text, observed_at=observed_at, zone=zone, provider=provider)
     return {"id": ident, **verdict.to_json()}

@@ -30,16 +30,11 @@ from parsers import claude_failures, clock, findings
 from parsers.findings import Context, Finding
 from parsers.grammar import (
     DURATION,
-    MONTH_NAME,
-    TIME_12,
-    ZONE_IN_PARENS,
     Gated,
     GateIndex,
     any_within,
     module_gates,
-    month_number,
     read_duration,
-    squeeze,
 )
 from parsers.text import Text
 from parsers.timeres import Resolved, after_duration, at_epoch, window
@@ -87,21 +82,15 @@ _STOP = Gated(
 _RESET_LEAD = re.compile(
     # The clause may wrap onto the next line under Claude's indentation.
     r"[.!]?\s{0,16}(?:[·|-]\s{0,16})?(?:Your\s+limit\s+will\s+reset\s+at|(?:limit\s+)?[Rr]esets(?:\s+at)?"
-    r"|set\s+to\s+continue\s+automatically\s+at|[Cc]ontinuing\s+automatically\s+at)\s{1,4}"
+    r"|set\s+to\s+continue\s+automatically\s+at|[Cc]ontinuing\s+automatically\s+at"
+    # "· try again in 0 minutes": a wait, read as a duration from observed_at (rule 6).
+    r"|try\s+again(?=\s{1,4}in\s))\s{1,4}"
 )
 #: After a spend limit, the window whose reset lifts the stop: "· your weekly limit resets ...".
 _SPEND_WINDOW = re.compile(
     r"[^\n]{0,200}?·\s{0,3}your\s+(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit(?=\s+resets\b)"
 )
 _RESET_IN = re.compile(rf"in\s{{1,4}}(?P<duration>{DURATION})")
-_DATE = re.compile(
-    rf"{MONTH_NAME}\s{{1,3}}(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])"
-    r"(?:,?\s{1,3}(?P<year>20\d\d)(?!\d))?"
-)
-_DATE_TIME_SEP = re.compile(r"\s{0,3},\s{0,3}|\s{1,3}at\s{1,3}|\s{1,3}")
-_TIME = re.compile(TIME_12)
-# The zone may wrap onto the next line under Claude's indentation.
-_ZONE = re.compile(r"\s{0,16}" + ZONE_IN_PARENS)
 _NATIVE = re.compile(
     r"will\s+(?:auto-?)?continue|auto-?continu\w*|continue\s+when\s+(?:the\s+)?limit\s+resets"
     # Not the limit menu's offer "2. Wait here, then continue automatically at ...".
@@ -157,46 +146,11 @@ def _reset_clause(
             resolution_s=duration.resolution_s,
             limit=window(PROVIDER, scope),
         )
-    month = day = year = None
-    date = _DATE.match(norm, cursor)
-    if date:
-        month = month_number(date.group("month"))
-        day = int(date.group("day"))
-        year = int(date.group("year")) if date.group("year") else None
-        cursor = date.end()
-        separator = _DATE_TIME_SEP.match(norm, cursor)
-        time = _TIME.match(norm, separator.end()) if separator else None
-    else:
-        time = _TIME.match(norm, cursor)
-    hour = minute = None
-    meridiem = None
-    if time:
-        hour_digits, minute_digits, meridiem = time.group("hour", "minute", "meridiem")
-        hour = int(hour_digits)
-        minute = int(minute_digits or 0)
-        cursor = time.end()
-    if not date and not time:
+    phrase = clock.read_phrase(norm, cursor)
+    if phrase is None:
         return cursor, Refusal("unparseable", "a reset is announced but its time cannot be read")
-    zone = _ZONE.match(norm, cursor)
-    iana = None
-    if zone and _looks_like_zone(zone.group("zone")):
-        iana = zone.group("zone")
-        cursor = zone.end()
-    # Positional: nine keywords cost more to bind than nine positions, on every banner read.
-    printed = clock.Printed(
-        hour, minute or 0, meridiem, month, day, year, iana, None, norm[lead.end() : cursor]
-    )
+    cursor, printed = phrase
     return cursor, clock.resolve(printed, ctx, PROVIDER, scope)
-
-
-# Cached on the words in parentheses: a pure function of a short printed fragment, and the
-# same few zone names recur.
-@lru_cache(maxsize=512)
-def _looks_like_zone(words: str) -> bool:
-    """A parenthesis after a time names a zone only if it reads like one ("Area/City", UTC):
-    the next line's "(No content)" is not a zone."""
-    name = squeeze(words)
-    return "/" in name or name in ("UTC", "GMT", "Z")
 
 
 _HEAD_SCOPES = {

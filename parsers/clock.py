@@ -2,15 +2,32 @@
 
 from __future__ import annotations
 
-from datetime import tzinfo
+import re
+from datetime import UTC, tzinfo
 from typing import Literal, NamedTuple
 
 from parsers import timeres
 from parsers.findings import Context
-from parsers.grammar import squeeze
+from parsers.grammar import (
+    MONTH_NAME,
+    TIME_12,
+    TIME_24,
+    WEEKDAY,
+    ZONE_IN_PARENS,
+    month_number,
+    squeeze,
+    weekday_number,
+)
 from parsers.timeres import Resolved
 from parsers.verdict import Form, Provider, Refusal
-from parsers.zones import ZoneError, host_zone_or_error, iana_zone, printed_zone
+from parsers.zones import (
+    ZoneError,
+    abbreviation_in_host_zone,
+    host_zone_or_error,
+    iana_zone,
+    is_offset_label,
+    printed_zone,
+)
 
 
 # A NamedTuple: as immutable as a frozen dataclass, and cheaper to build on the hot path.
@@ -29,23 +46,42 @@ class Printed(NamedTuple):
     short_zone: str | None = None
     #: The words as printed, echoed in refusals.
     as_printed: str = ""
+    #: "resets Tuesday 9am": the weekday, 0 for Monday.
+    weekday: int | None = None
 
     @property
     def quoted(self) -> str:
         return repr(" ".join(self.as_printed.split())) if self.as_printed else "the reset"
 
 
+def _named(printed: Printed, ctx: Context, name: str) -> tuple[tzinfo, Form] | Refusal:
+    """The zone a message names in a zone's place (rule 5): any IANA key, with or without a
+    slash; a GMT/UTC offset; an abbreviation the host's zone uses at that instant. Anything
+    else is zone_unknown: the time is never read in the host's zone instead."""
+    if name in ("Etc/Unknown", "Unknown"):
+        return Refusal(
+            "zone_unknown", f"{printed.quoted}: the CLI printed {name}: its zone is unknown"
+        )
+    if is_offset_label(name):
+        # "GMT+5:30" is the offset it reads as; only "Etc/GMT+5" has POSIX's inverted sign.
+        fixed = printed_zone(name)
+        if fixed is None:
+            return Refusal("zone_unknown", f"{printed.quoted}: {name!r} is not a UTC offset")
+        return fixed, "offset_zone"
+    if name == "Z":
+        return UTC, "named_zone"
+    found = iana_zone(name)
+    if found is not None:
+        return found, "named_zone"
+    host = abbreviation_in_host_zone(name, ctx.zone, ctx.observed_at)
+    if host is not None:
+        return host, "named_zone"
+    return Refusal("zone_unknown", f"{printed.quoted}: {name!r} is not an IANA zone")
+
+
 def _zone(printed: Printed, ctx: Context) -> tuple[tzinfo, Form] | Refusal:
     if printed.iana is not None:
-        name = squeeze(printed.iana)
-        if name in ("Etc/Unknown", "Unknown"):
-            return Refusal(
-                "zone_unknown", f"{printed.quoted}: the CLI printed {name}: its zone is unknown"
-            )
-        found = iana_zone(name)
-        if found is None:
-            return Refusal("zone_unknown", f"{printed.quoted}: {name!r} is not an IANA zone")
-        return found, "named_zone"
+        return _named(printed, ctx, squeeze(printed.iana))
     if printed.short_zone is not None:
         fixed = printed_zone(printed.short_zone)
         if fixed is None:
@@ -92,6 +128,16 @@ def resolve(
             limit=timeres.window(provider, scope),
             form=form,
         )
+    if printed.weekday is not None:
+        return timeres.next_weekday_time(
+            printed.weekday,
+            hour,
+            minute,
+            tz,
+            ctx.observed_at,
+            limit=timeres.window(provider, scope),
+            form=form,
+        )
     if bare_time == "same_day":
         return timeres.same_day_time(hour, minute, tz, ctx.observed_at, form=form)
     return timeres.next_time_of_day(
@@ -102,3 +148,86 @@ def resolve(
         limit=timeres.time_of_day_window(provider, scope),
         form=form,
     )
+
+
+_WEEKDAY = re.compile(rf"{WEEKDAY},?\s{{1,3}}(?:at\s{{1,3}})?")
+_DATE = re.compile(
+    rf"{MONTH_NAME}\s{{1,3}}(?P<day>\d{{1,2}})(?:st|nd|rd|th)?(?![\d:])"
+    r"(?:,?\s{1,3}(?P<year>20\d\d)(?!\d))?"
+)
+_DATE_TIME_SEP = re.compile(r"\s{0,3},\s{0,3}|\s{1,3}at\s{1,3}|\s{1,3}")
+_TIME_12 = re.compile(TIME_12)
+_TIME_24 = re.compile(TIME_24)
+# The zone may wrap onto the next line under the banner's indentation.
+_ZONE = re.compile(r"\s{0,16}" + ZONE_IN_PARENS)
+_WRAP = re.compile(r"\s*\n\s*")
+
+
+def read_phrase(norm: str, pos: int) -> tuple[int, Printed] | None:
+    """A reset as a CLI prints it after "resets": [weekday] [date [year]] [at] time [(zone)],
+    the time in 12- or 24-hour form. None when neither a date nor a time stands at pos."""
+    cursor = pos
+    weekday = None
+    named_day = _WEEKDAY.match(norm, cursor)
+    if named_day:
+        weekday = weekday_number(named_day.group("weekday"))
+        cursor = named_day.end()
+    month = day = year = None
+    date = _DATE.match(norm, cursor)
+    if date:
+        month = month_number(date.group("month"))
+        day = int(date.group("day"))
+        year = int(date.group("year")) if date.group("year") else None
+        cursor = date.end()
+        separator = _DATE_TIME_SEP.match(norm, cursor)
+        time_at = separator.end() if separator else cursor
+    else:
+        time_at = cursor
+    time = _TIME_12.match(norm, time_at) or _TIME_24.match(norm, time_at)
+    if date and not time and norm[time_at : time_at + 1].isdigit():
+        # "May 28 at 7": a time was printed but is none of the forms (no meridiem, no
+        # minutes); not a date without a time.
+        return None
+    hour: int | None = None
+    minute = 0
+    meridiem = None
+    if time:
+        hour_digits, minute_digits = time.group("hour", "minute")
+        meridiem = time.groupdict().get("meridiem")
+        hour = int(hour_digits)
+        minute = int(minute_digits or 0)
+        cursor = time.end()
+    elif not date:
+        return None
+    if date:
+        weekday = None  # the date says which day; a weekday before it adds nothing
+    elif weekday is not None and hour is None:
+        return None
+    zone = _ZONE.match(norm, cursor)
+    iana = None
+    if zone and hour is not None:
+        label = _zone_label(norm[cursor : zone.start("zone")], zone.group("zone"))
+        if label is not None:
+            iana = label
+            cursor = zone.end()
+    printed = Printed(
+        hour, minute, meridiem, month, day, year, iana, None, norm[pos:cursor], weekday
+    )
+    return cursor, printed
+
+
+def _zone_label(before: str, words: str) -> str | None:
+    """The zone named in parentheses after a time, or None when the parentheses hold
+    something else: prose ("(No content)"), or, on the next line, a word no zone has. A
+    single word in the zone's own place (same line) is returned whatever it is: one that is
+    no zone is refused as zone_unknown, never read in the host's zone."""
+    unwrapped = _WRAP.sub("", words)
+    if any(char.isspace() for char in unwrapped):
+        return None
+    if "\n" in before and not _known_zone(unwrapped):
+        return None
+    return unwrapped
+
+
+def _known_zone(name: str) -> bool:
+    return name in ("Z", "Etc/Unknown") or is_offset_label(name) or iana_zone(name) is not None

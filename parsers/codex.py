@@ -48,7 +48,9 @@ _USAGE_LIMIT = Gated(
     ("usage",),
 )
 #: The Codex App's own banner: "You're out of Codex messages / Your rate limit resets on ...".
-_OUT_OF_MESSAGES = Gated(r"You're\s+out\s+of\s+Codex\s+messages", ("Codex messages",))
+# The needle is the one word every match holds whole: the regex lets a line break stand
+# between the others, and a needle spanning two words would hide that wrapped banner.
+_OUT_OF_MESSAGES = Gated(r"You're\s+out\s+of\s+Codex\s+messages", ("Codex",))
 _LOCALIZED_LIMIT = Gated(
     r"atingiu o limite|limite de uso|límite de uso|사용 한도에 도달|사용 한도|лимит запросов",
     ("limite", "límite", "사용 한도", "лимит"),

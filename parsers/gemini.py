@@ -100,9 +100,13 @@ _LOGIN = Gated(
     # "Login" and "login" spelled out: every alternative starts with a fixed character, so
     # the regex engine looks only at positions where one can start.
     r"Login required|login required|Failed to sign in|Failed to login"
-    r"|authentication page in your browser",
-    ("ogin required", "Failed to sign in", "Failed to login", "browser"),
-)
+    r"|authentication page in your browser"
+    # The API's answer to a key it does not know (400 INVALID_ARGUMENT, reason API_KEY_INVALID):
+    # a new key is needed, which no wait or retry gives.
+    r"|API key not valid|API_KEY_INVALID",
+    ("ogin required", "Failed to sign in", "Failed to login", "browser", "API key not valid",
+     "API_KEY_INVALID"),
+)  # fmt: skip
 _OTHER = Gated(
     r"exceeds the maximum number of tokens|INVALID_ARGUMENT",
     ("exceeds the maximum number of tokens", "INVALID_ARGUMENT"),
@@ -241,12 +245,28 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
         )
     retries = list(_RETRY_IN.pattern.finditer(norm) if _RETRY_IN in opened else ())
     retry_starts = [match.start() for match in retries]
+    dailies = list(_DAILY.pattern.finditer(norm) if _DAILY in opened else ())
+    daily_starts = [match.start() for match in dailies]
     for match in retries:
         waits_on_line.add(text.line_start(match.start()))
         if any_within(zero_limits, match.start() - 2000, match.start() + 2000):
             continue
         seconds = _seconds(match.group("value"), match.group("unit"))
-        found.append(_wait(seconds, 0, ctx, match.start(), match.end(), structured=False))
+        # The CLI's error dump quotes the API's own delay next to its daily-quota line (under
+        # it in text mode, above the error JSON with --output-format json): that delay is
+        # when the daily quota resets.
+        daily = any_within(daily_starts, match.start() - _BODY_REACH, match.end() + _BODY_REACH)
+        found.append(
+            _wait(
+                seconds,
+                0,
+                ctx,
+                match.start(),
+                match.end(),
+                structured=False,
+                scope="daily" if daily else None,
+            )
+        )
     for match in _RETRY_DELAY.pattern.finditer(norm) if _RETRY_DELAY in opened else ():
         if any_within(zero_limits, match.start() - 2000, match.start() + 2000):
             continue
@@ -256,7 +276,9 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
         found.append(
             _wait(seconds, 0, ctx, match.start(), match.end(), structured=True, scope=scope)
         )
-    for match in _DAILY.pattern.finditer(norm) if _DAILY in opened else ():
+    for match in dailies:
+        if any_within(retry_starts, match.start() - _BODY_REACH, match.end() + _BODY_REACH):
+            continue  # the delay beside it states this quota's reset
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), "daily", "the daily quota")
         )

@@ -23,14 +23,30 @@ MONTH_NAME = (
     r"(?P<month>Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
     r"(?:uary|ruary|ch|il|e|y|ust|t|tember|ober|ember)?\.?"
 )
-#: "(Europe/Berlin)", also wrapped: "(America/New_\n   York)".
-ZONE_IN_PARENS = r"\(\s{0,4}(?P<zone>[A-Za-z][A-Za-z0-9_/+\-\s]{0,60}?)\s{0,4}\)"
+#: "15:30", "09:00", "19:00": a 24-hour clock, no meridiem after it, no seconds. Only the hours
+#: no 12-hour clock prints: 13-23, or zero-padded (en-US never pads "9:00 AM"); a bare "12:30"
+#: or "9:30" may be a 12-hour time whose meridiem was lost, so it is not read.
+TIME_24 = (
+    r"(?P<hour>0\d|1[3-9]|2[0-3]):(?P<minute>[0-5]\d)(?![\d:])"
+    r"(?!\s?[AaPp]\.?[Mm]\.?(?![A-Za-z]))"
+)
+#: "Tuesday", "Tue", "Tues", "Thu", "Thurs", "Mon."; weekday_number maps it.
+WEEKDAY = (
+    r"(?P<weekday>Mon(?:day)?|Tue(?:s(?:day)?)?|Wed(?:nesday)?|Thu(?:r(?:s(?:day)?)?)?"
+    r"|Fri(?:day)?|Sat(?:urday)?|Sun(?:day)?)\.?(?![A-Za-z])"
+)
+#: "(Europe/Berlin)", "(GMT+5:30)", also wrapped: "(America/New_\n   York)".
+ZONE_IN_PARENS = r"\(\s{0,4}(?P<zone>[A-Za-z][A-Za-z0-9_/+:\-\s]{0,60}?)\s{0,4}\)"
 
 _DURATION_UNIT = (
     r"(?:days?|d|hours?|hrs?|h|minutes?|mins?|m|milliseconds?|ms|seconds?|secs?|s)(?![A-Za-z])"
 )
-#: "8h44m7s", "2 days 10 hours 19 minutes", "10h 33m", "51820.6s", "89ms", "1 seconds".
-DURATION = rf"(?:\d{{1,9}}(?:\.\d{{1,12}})?\s{{0,4}}{_DURATION_UNIT}[\s,]{{0,4}}(?:and\s+)?){{1,5}}"
+#: "8h44m7s", "2 days 10 hours 19 minutes", "10h 33m", "51820.6s", "89ms", "1 seconds", and
+#: "less than a minute" (a wait somewhere under 60 s: read as 0 s to the minute).
+DURATION = (
+    rf"(?:(?:\d{{1,9}}(?:\.\d{{1,12}})?\s{{0,4}}{_DURATION_UNIT}[\s,]{{0,4}}(?:and\s+)?){{1,5}}"
+    r"|less\s{1,4}than\s{1,4}(?:a|one)\s{1,4}minute\b)"
+)
 
 _DURATION_PART = re.compile(
     r"(?P<value>\d{1,9}(?:\.\d{1,12})?)\s{0,4}(?P<unit>days?|d|hours?|hrs?|h|minutes?|mins?|m"
@@ -48,6 +64,9 @@ class Duration:
 
 def read_duration(text: str) -> Duration | None:
     """The total of a duration's parts, or None when it has none."""
+    if text.startswith("less"):
+        # Under a minute: the wait may be 0 s, and the minute's rest is its resolution.
+        return Duration(seconds=0.0, resolution_s=60)
     total = 0.0
     has_seconds = False
     found = False
@@ -70,6 +89,14 @@ def read_duration(text: str) -> Duration | None:
 
 def month_number(name: str) -> int:
     return MONTHS[name[:3].lower()]
+
+
+_WEEKDAYS = {"mon": 0, "tue": 1, "wed": 2, "thu": 3, "fri": 4, "sat": 5, "sun": 6}
+
+
+def weekday_number(name: str) -> int:
+    """0 for Monday, as date.weekday() counts."""
+    return _WEEKDAYS[name[:3].lower()]
 
 
 _WHITE_SPACE = re.compile(r"\s+")

@@ -6,6 +6,7 @@ Every function takes `observed_at` and never reads the clock. A result is a `Res
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
@@ -81,40 +82,63 @@ def to_24h(hour: int, minute: int, meridiem: str | None) -> tuple[int, int] | No
     return hour, minute
 
 
-def _readings(day: date, hour: int, minute: int, zone: tzinfo) -> tuple[datetime, datetime | None]:
-    """(first reading, local_instant) of a wall time, computed once for both."""
+# A wall time in a zone, as whenever names the three cases: one instant, two (a DST fold),
+# or none (a DST gap). NamedTuples: as immutable as frozen dataclasses, cheaper to build.
+class Unambiguous(NamedTuple):
+    """A wall time that happens once."""
+
+    at: datetime
+
+
+class Fold(NamedTuple):
+    """A wall time that happens twice, when the clocks go back."""
+
+    earlier: datetime
+    later: datetime
+
+
+class Gap(NamedTuple):
+    """A wall time the clocks skip. `before` and `after` read it with the offset in force
+    before and after the change; the skip lies between them."""
+
+    before: datetime
+    after: datetime
+
+
+WallReading = Unambiguous | Fold | Gap
+
+
+def read_wall(day: date, hour: int, minute: int, zone: tzinfo) -> WallReading:
+    """Which instants a wall-clock time names in a zone (PEP 495: fold=0 reads it with the
+    offset before a change, fold=1 with the offset after)."""
     # The wall time labelled UTC: ZoneInfo and timezone read only its fields and fold.
-    # Every argument by position, and the fold=1 copy built, not replace()d: keyword parsing
-    # costs more than the datetimes (replace(fold=1) alone is 2.5x a positional constructor).
+    # Positional arguments: keyword parsing costs more than the datetimes themselves.
     year, month, day_of_month = day.year, day.month, day.day
     wall = datetime(year, month, day_of_month, hour, minute, 0, 0, UTC)
-    offset = zone.utcoffset(wall)
-    # Almost every wall time is neither in a gap nor in a fold: both readings of it have one
-    # offset, and the instant is the wall time less that offset, without the round trips
-    # below (half the cost).
-    later = datetime(year, month, day_of_month, hour, minute, 0, 0, UTC, fold=1)
-    if offset is not None and offset == zone.utcoffset(later):
-        instant = wall - offset
-        return instant, instant
-    return _first_reading(day, hour, minute, zone), _checked_instant(day, hour, minute, zone)
+    offset_before = zone.utcoffset(wall)
+    offset_after = zone.utcoffset(
+        datetime(year, month, day_of_month, hour, minute, 0, 0, UTC, fold=1)
+    )
+    if offset_before is None or offset_after is None:
+        raise ValueError(f"{zone} gives no UTC offset")
+    if offset_before == offset_after:
+        return Unambiguous(wall - offset_before)
+    first, second = wall - offset_before, wall - offset_after
+    # Clocks going back repeat the hour (the first reading is the earlier instant); clocks
+    # going forward skip it (the first reading is the later one).
+    return Fold(first, second) if first < second else Gap(first, second)
 
 
-def local_instant(day: date, hour: int, minute: int, zone: tzinfo) -> datetime | None:
-    """The instant of a wall-clock time in a zone: the later one in a DST fold (never early),
-    None when the time falls in a DST gap."""
-    return _readings(day, hour, minute, zone)[1]
-
-
-def _checked_instant(day: date, hour: int, minute: int, zone: tzinfo) -> datetime | None:
-    later = datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone, fold=1)
-    instant = later.astimezone(UTC)
-    back = instant.astimezone(zone)
-    # The wall time survives the round trip unless it is in a gap. Compared field by field:
-    # two naive copies (replace(tzinfo=None)) cost more than the rest of this function.
-    wall = (back.year, back.month, back.day, back.hour, back.minute, back.second, back.microsecond)
-    if wall != (day.year, day.month, day.day, hour, minute, 0, 0):
-        return None
-    return instant
+def wall_instant(day: date, hour: int, minute: int, zone: tzinfo) -> datetime | Refusal:
+    """The instant rewake reads a wall time as: the later one in a fold (never early); a gap
+    is `nonexistent_local_time`."""
+    match read_wall(day, hour, minute, zone):
+        case Unambiguous(at):
+            return at
+        case Fold(later=later):
+            return later
+        case Gap():
+            return _gap(day, hour, minute, zone)
 
 
 def _gap(day: date, hour: int, minute: int, zone: tzinfo) -> Refusal:
@@ -153,10 +177,55 @@ def _check_ahead(
     return Reset(at, resolution_s, form)
 
 
-def _first_reading(day: date, hour: int, minute: int, zone: tzinfo) -> datetime:
-    """The first reading of a wall time (fold=0): in a DST fold the earlier instant, which
-    decides whether the day is in range; the answer is still the later one (never early)."""
-    return datetime(day.year, day.month, day.day, hour, minute, tzinfo=zone).astimezone(UTC)
+_MINUTE = timedelta(minutes=1)
+
+
+def _earliest(reading: WallReading) -> datetime:
+    """The earliest instant a reading may stand for: it decides whether a day is in range."""
+    if isinstance(reading, Unambiguous):
+        return reading.at
+    if isinstance(reading, Fold):
+        return reading.earlier
+    return min(reading.before, reading.after)
+
+
+def _next_occurrence(
+    days: Iterable[date],
+    hour: int,
+    minute: int,
+    zone: tzinfo,
+    observed_at: datetime,
+    *,
+    limit: timedelta,
+    form: Form,
+    what: str,
+) -> Resolved:
+    """Rule 3a: of the wall time on these days (in order), the first whose printed minute has
+    not passed at observed_at, within `limit`. Only when that one lies beyond the window does
+    a time that passed under 10 min ago stand (due at once): where the window admits the next
+    occurrence, the next one it is, never early."""
+    passed: datetime | None = None
+    for day in days:
+        reading = read_wall(day, hour, minute, zone)
+        if isinstance(reading, Gap):
+            # A gap on a day whose time has passed anyway does not matter.
+            if max(reading.before, reading.after) + _MINUTE > observed_at:
+                return _gap(day, hour, minute, zone)
+            continue
+        at = reading.at if isinstance(reading, Unambiguous) else reading.later
+        if at + _MINUTE <= observed_at:
+            passed = at
+            continue
+        if _earliest(reading) <= observed_at + limit:
+            return Reset(at, 60, form)
+        if passed is not None and passed >= observed_at - GRACE:
+            return Reset(passed, 60, form)
+        return Refusal(
+            "stale",
+            f"the next {what} in {zone} is {at.isoformat()}, further than {limit} ahead: "
+            "the message was printed for an earlier reset",
+        )
+    return Refusal("unparseable", f"no {what} found in {zone}")
 
 
 def next_time_of_day(
@@ -168,26 +237,42 @@ def next_time_of_day(
     limit: timedelta,
     form: Form,
 ) -> Resolved:
-    """Rule 3a: the first occurrence in the zone at or after observed_at - 10 min, which must
-    lie within `limit` of observed_at, else the message is older than it looks (stale)."""
-    earliest = observed_at - GRACE
-    day = earliest.astimezone(zone).date()
-    for _ in range(3):
-        first, at = _readings(day, hour, minute, zone)
-        if at is None:
-            # A gap on a day whose time would be in the past anyway does not matter.
-            if first >= earliest:
-                return _gap(day, hour, minute, zone)
-        elif at >= earliest:
-            if first > observed_at + limit:
-                return Refusal(
-                    "stale",
-                    f"the next {hour:02d}:{minute:02d} in {zone} is {at.isoformat()}, further "
-                    f"than {limit} ahead: the message was printed for an earlier reset",
-                )
-            return Reset(at, 60, form)
-        day += _DAY
-    return Refusal("unparseable", f"no {hour:02d}:{minute:02d} found in {zone}")
+    """Rule 3a for a time without a date: its first occurrence in the zone whose printed
+    minute has not passed, which must lie within `limit` of observed_at."""
+    # From the day before observed_at's local date: a passed time may stand (the grace).
+    first_day = (observed_at - GRACE).astimezone(zone).date()
+    days = (first_day + timedelta(days=offset) for offset in range(4))
+    return _next_occurrence(
+        days, hour, minute, zone, observed_at, limit=limit, form=form,
+        what=f"{hour:02d}:{minute:02d}",
+    )  # fmt: skip
+
+
+_WEEKDAY_NAMES = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+def next_weekday_time(
+    weekday: int,
+    hour: int,
+    minute: int,
+    zone: tzinfo,
+    observed_at: datetime,
+    *,
+    limit: timedelta,
+    form: Form,
+) -> Resolved:
+    """Rule 3a for "resets Tuesday 9am" (weekday 0 = Monday): the first such weekday at that
+    time whose printed minute has not passed, within `limit`."""
+    first_day = (observed_at - GRACE).astimezone(zone).date()
+    days = (
+        first_day + timedelta(days=offset)
+        for offset in range(16)
+        if (first_day + timedelta(days=offset)).weekday() == weekday
+    )
+    return _next_occurrence(
+        days, hour, minute, zone, observed_at, limit=limit, form=form,
+        what=f"{_WEEKDAY_NAMES[weekday]} {hour:02d}:{minute:02d}",
+    )  # fmt: skip
 
 
 def same_day_time(
@@ -195,9 +280,9 @@ def same_day_time(
 ) -> Resolved:
     """Rule 3b (Codex): a bare time means the host's current local date; never tomorrow."""
     day = observed_at.astimezone(zone).date()
-    at = local_instant(day, hour, minute, zone)
-    if at is None:
-        return _gap(day, hour, minute, zone)
+    at = wall_instant(day, hour, minute, zone)
+    if isinstance(at, Refusal):
+        return at
     if at < observed_at - GRACE:
         return _stale(at, observed_at)
     return Reset(at, 60, form)
@@ -220,27 +305,32 @@ def dated_time(
     if year is None:
         base_year = (observed_at - _DAY).astimezone(zone).year
         chosen: datetime | None = None
+        passed: datetime | None = None
         for candidate_year in (base_year, base_year + 1, base_year + 4):
             try:
                 candidate_day = date(candidate_year, month, day)
             except ValueError:
                 continue
-            at = local_instant(candidate_day, hour, minute, zone)
-            if at is None:
-                return _gap(candidate_day, hour, minute, zone)
+            at = wall_instant(candidate_day, hour, minute, zone)
+            if isinstance(at, Refusal):
+                return at
             if at >= observed_at - _DAY:
                 chosen = at
                 break
+            passed = at
         if chosen is None:
             return Refusal("unparseable", f"no date {month}/{day} found")
+        if passed is not None and chosen > observed_at + limit:
+            # "Jul 4" seen on Jul 10: this year's has passed, next year's is no limit's reset.
+            return _stale(passed, observed_at)
     else:
         try:
             printed_day = date(year, month, day)
         except ValueError:
             return Refusal("unparseable", f"{year}-{month}-{day} is not a date")
-        at = local_instant(printed_day, hour, minute, zone)
-        if at is None:
-            return _gap(printed_day, hour, minute, zone)
+        at = wall_instant(printed_day, hour, minute, zone)
+        if isinstance(at, Refusal):
+            return at
         chosen = at
     if chosen < observed_at - GRACE:
         return _stale(chosen, observed_at)

@@ -74,6 +74,11 @@ def host_zone_or_error(zone: str | None) -> ZoneInfo | ZoneError:
     return found
 
 
+def is_offset_label(label: str) -> bool:
+    """Whether a label is a GMT/UTC offset such as "GMT-3" or "UTC+5:30"."""
+    return _GMT_OFFSET.fullmatch(label) is not None
+
+
 def fixed_offset(minutes: int, name: str) -> tzinfo:
     return timezone(timedelta(minutes=minutes), name)
 

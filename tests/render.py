@@ -404,11 +404,21 @@ def claude_clock(wall: datetime) -> str:
     return f"{hour}{meridiem}" if wall.minute == 0 else f"{hour}:{wall.minute:02d}{meridiem}"
 
 
+#: Claude prints no date for a reset under 24 h ahead, even one on the next local day (seen
+#: from the real CLI 2.1.332: "resets 4:35pm (UTC)" 20 h ahead), and a date from 24 h on.
+CLAUDE_BARE_TIME_LEAD = timedelta(hours=24)
+
+
+def claude_dated(reset: datetime, now: datetime) -> bool:
+    """Whether Claude prints the reset's date: 24 h or more ahead."""
+    return reset - now >= CLAUDE_BARE_TIME_LEAD
+
+
 def claude_when(reset: datetime, zone: str, now: datetime, date_style: str = "comma") -> str:
-    """Claude's reset time: bare on the local "today", else "Jul 25, 9pm" / "Jul 25 at 9pm"."""
+    """Claude's reset time: bare under 24 h ahead, else "Jul 25, 9pm" / "Jul 25 at 9pm"."""
     wall = local(reset, zone)
     clock = claude_clock(wall)
-    if wall.date() == local(now, zone).date():
+    if not claude_dated(reset, now):
         return clock
     day = f"{MONTHS[wall.month - 1]} {wall.day}"
     return f"{day}, {clock}" if date_style == "comma" else f"{day} at {clock}"
@@ -424,7 +434,7 @@ def _claude_wall(
     dated_allowed: bool,
 ) -> Rendered:
     wall = local(reset, zone)
-    dated = dated_allowed and wall.date() != local(now, zone).date()
+    dated = dated_allowed and claude_dated(reset, now)
     return Rendered(
         text=text,
         provider="claude",
@@ -557,9 +567,10 @@ MINUTE = 60
 HOUR = 3600
 DAY = 86400
 
-#: Times of day without a date stay under 23 h 45 min ahead: rule 3's ten-minute look-back
-#: makes a later one ambiguous with yesterday's (see test_roundtrip's module docstring).
-TIME_OF_DAY_MAX_LEAD_S = 23 * HOUR + 45 * MINUTE
+#: Times of day without a date stay under 23 h 58 min ahead: one a day ahead to within the
+#: minute shares its printed minute with the one passing now, which rule 3a reads (see
+#: test_roundtrip's module docstring).
+TIME_OF_DAY_MAX_LEAD_S = 23 * HOUR + 58 * MINUTE
 
 FAMILIES: tuple[Family, ...] = (
     Family(

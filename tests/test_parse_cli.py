@@ -58,6 +58,33 @@ def test_parse_rejects_a_naive_observed_at() -> None:
     assert "offset" in result.stderr
 
 
+def test_parse_rejects_an_observed_at_before_1971() -> None:
+    """An --observed-at outside the parser's years exits 2 with a message, no traceback."""
+    result = run_parse("--observed-at", "1969-12-31T23:00:00Z", stdin=BANNER)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert "1971" in result.stderr
+
+
+def test_parse_jsonl_answers_the_lines_after_an_observed_at_before_1971() -> None:
+    """One line observed before 1971 (or with a non-string observed_at) gets its own coded
+    error; the lines before and after it are parsed as usual."""
+    lines = [
+        json.dumps({"id": "a", "text": BANNER, "observed_at": "2026-04-01T13:42:35Z"}),
+        json.dumps({"id": "old", "text": BANNER, "observed_at": "1969-07-20T20:17:00Z"}),
+        json.dumps({"id": "num", "text": BANNER, "observed_at": 1775050955}),
+        json.dumps({"id": "b", "text": BANNER, "observed_at": "2026-04-01T13:42:35Z"}),
+    ]
+    result = run_parse("--jsonl", "--zone", "UTC", stdin="\n".join(lines) + "\n")
+    assert result.returncode == 0, result.stderr
+    answers = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [answer.get("id") for answer in answers] == ["a", "old", "num", "b"]
+    assert answers[1]["error"]["code"] == "invalid_observed_at"
+    assert "1971" in answers[1]["error"]["detail"]
+    assert answers[2]["error"]["code"] == "invalid_observed_at"
+    assert answers[0]["reset_at"] == answers[3]["reset_at"] == "2026-04-01T18:00:00Z"
+
+
 def test_parse_missing_file_is_exit_2() -> None:
     """An unreadable input file exits 2 with a message naming it."""
     result = run_parse("/nonexistent/rewake-input.txt")

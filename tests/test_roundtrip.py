@@ -7,9 +7,9 @@ with tests/render.py and parses it with the observed_at and zone the host would 
 Left out on purpose, because the rules themselves make them ambiguous rather than the parser
 wrong: a repeated wall time (DST fold: the rules take the later reading, so a reset at the
 first reading comes out late, never early; checked separately), and a time of day without a
-date more than 23 h 45 min ahead (Claude prints a bare time for a weekly reset later "today",
-so one seen at 00:05 for 23:58 falls inside rule 3's ten-minute look-back and reads as
-yesterday's).
+date more than 23 h 58 min ahead (Claude prints a bare time for any reset under 24 h ahead, so
+one a day ahead to within the minute prints the minute passing at observed_at, which rule 3a
+reads as that minute).
 """
 
 from __future__ import annotations
@@ -297,19 +297,33 @@ def passed_expectation(scenario: Scenario, after_s: int) -> set[str] | None:
         return {"stale", "out_of_window"}
     if rendered.shape == "time_of_day" and rendered.provider == "codex" and same_local_date:
         return set() if moments_ago else {"stale"}
-    if rendered.shape == "time_of_day" and rendered.provider != "codex" and moments_ago:
-        return set()
     short_scope = scenario.family.name in SHORT_SCOPE_TIMES and rendered.shape == "time_of_day"
+    if rendered.shape == "time_of_day" and rendered.provider != "codex" and moments_ago:
+        # Rule 3a: the grace stands only where the next occurrence is outside the window.
+        printed_minute = scenario.true_reset.replace(second=0, microsecond=0)
+        minute_not_passed = observed < printed_minute + timedelta(minutes=1)
+        return set() if short_scope or minute_not_passed else {NEXT_DAY}
     if short_scope and 11 * MINUTE <= after_s <= 17 * HOUR:
         return {"stale", "out_of_window", "nonexistent_local_time"}
     return None
 
 
+#: The expectation that a passed time of day is read as its next day's occurrence.
+NEXT_DAY = "next_day"
+
+
 def check_passed(scenario: Scenario, after_s: int, expected: set[str]) -> None:
-    """Read after the reset: refused with an expected code, or (moments ago) read exactly."""
+    """Read after the reset: refused with an expected code, read exactly (moments ago in a
+    short window), or read as the next day's occurrence (a window that admits it)."""
     observed = scenario.true_reset + timedelta(seconds=after_s)
     verdict = run_parse(scenario, observed, scenario.zone, scenario.rendered.provider)
-    if expected:
+    if expected == {NEXT_DAY}:
+        assert verdict.reset_at is not None, f"refused a time of day {after_s} s past"
+        later = verdict.reset_at - scenario.true_reset
+        # A day on, give or take a DST change and the seconds the CLI cut.
+        assert timedelta(hours=22, minutes=59) <= later <= timedelta(hours=25), later
+        assert verdict.reset_at > observed - timedelta(minutes=1), "read as passed"
+    elif expected:
         assert verdict.reset_at is None, "a reset that has passed was not refused"
         assert_valid_refusal(verdict)
         assert verdict.refusal is not None and verdict.refusal.code in expected
@@ -323,7 +337,8 @@ def check_passed(scenario: Scenario, after_s: int, expected: set[str]) -> None:
 @PROPERTY_SETTINGS
 @given(data=st.data(), scenario=scenarios(NOT_DURATIONS))
 def test_passed_reset_is_stale_unless_moments_ago(data: st.DataObject, scenario: Scenario) -> None:
-    """Scrollback read after the reset: stale when clearly passed, exact within 10 minutes."""
+    """Scrollback read after the reset: stale when clearly passed; within 10 minutes exact
+    in a 5 h window, the next day's occurrence in a window that admits it (rule 3a)."""
     assume(not scenario.ambiguous_by_rule)
     assume(scenario.fold == timedelta(0))
     after_s = data.draw(AFTERS, label="seconds after the true reset")
@@ -438,7 +453,8 @@ def test_go_duration(milliseconds: int, printed: str) -> None:
 
 
 def test_claude_times() -> None:
-    """Claude drops ":00", writes am/pm in lower case and dates only a reset not on local today."""
+    """Claude drops ":00", writes am/pm in lower case and dates only a reset 24 h or more ahead,
+    even one on the next local day under 24 h ahead staying bare."""
     wall = datetime(2026, 7, 25, 0, 0)
     assert [
         claude_clock(wall.replace(hour=h, minute=m)) for h, m in ((0, 0), (12, 0), (17, 40))
@@ -449,3 +465,5 @@ def test_claude_times() -> None:
         claude_when(reset, "America/New_York", reset - timedelta(hours=30), "at") == "Jul 25 at 9pm"
     )
     assert claude_when(reset, "America/New_York", reset - timedelta(hours=2)) == "9pm"
+    assert claude_when(reset, "America/New_York", reset - timedelta(hours=23, minutes=55)) == "9pm"
+    assert claude_when(reset, "America/New_York", reset - timedelta(hours=24)) == "Jul 25, 9pm"

@@ -11,13 +11,18 @@ import pytest
 from parsers.grammar import Gated, read_duration, wrappable
 from parsers.text import normalize
 from parsers.timeres import (
+    Fold,
+    Gap,
     Reset,
+    Unambiguous,
     at_epoch,
     epoch_instant,
-    local_instant,
     next_time_of_day,
+    next_weekday_time,
+    read_wall,
     same_day_time,
     to_24h,
+    wall_instant,
 )
 from parsers.verdict import Refusal
 from parsers.zones import iana_zone, printed_zone
@@ -68,34 +73,91 @@ def test_to_24h_rejects_impossible_times() -> None:
     assert to_24h(5, 60, "pm") is None
 
 
-def test_local_instant_takes_the_later_reading_in_a_fold() -> None:
-    """1:30 on New York's fall-back night is read as the second one (EST), never early."""
-    instant = local_instant(date(2026, 11, 1), 1, 30, NEW_YORK)
+def test_read_wall_names_a_fold_with_both_instants() -> None:
+    """1:30 on New York's fall-back night happens twice: EDT first, then EST."""
+    reading = read_wall(date(2026, 11, 1), 1, 30, NEW_YORK)
+    assert reading == Fold(
+        datetime(2026, 11, 1, 5, 30, tzinfo=UTC), datetime(2026, 11, 1, 6, 30, tzinfo=UTC)
+    )
+
+
+def test_read_wall_names_a_gap() -> None:
+    """2:30 on New York's spring-forward night is skipped: a Gap, not an instant."""
+    assert isinstance(read_wall(date(2026, 3, 8), 2, 30, NEW_YORK), Gap)
+
+
+def test_read_wall_is_unambiguous_on_an_ordinary_day() -> None:
+    """An ordinary wall time has one instant."""
+    reading = read_wall(date(2026, 7, 1), 17, 0, NEW_YORK)
+    assert reading == Unambiguous(datetime(2026, 7, 1, 21, 0, tzinfo=UTC))
+
+
+def test_wall_instant_takes_the_later_reading_in_a_fold() -> None:
+    """A fold is read as its second instant (EST), never early."""
+    instant = wall_instant(date(2026, 11, 1), 1, 30, NEW_YORK)
     assert instant == datetime(2026, 11, 1, 6, 30, tzinfo=UTC)
 
 
-def test_local_instant_has_no_reading_in_a_gap() -> None:
-    """2:30 on New York's spring-forward night does not exist."""
-    assert local_instant(date(2026, 3, 8), 2, 30, NEW_YORK) is None
+def test_wall_instant_refuses_a_gap_as_nonexistent() -> None:
+    """A time in a gap is nonexistent_local_time."""
+    result = wall_instant(date(2026, 3, 8), 2, 30, NEW_YORK)
+    assert isinstance(result, Refusal)
+    assert result.code == "nonexistent_local_time"
 
 
-def test_next_time_of_day_keeps_a_reset_that_passed_moments_ago() -> None:
-    """A time 9 minutes past is still that instant (due at once), not tomorrow's."""
+FIVE_HOURS = timedelta(hours=5, minutes=15)
+DAY_WINDOW = timedelta(hours=25)
+
+
+def test_next_time_of_day_keeps_a_five_hour_reset_that_passed_moments_ago() -> None:
+    """Within a 5 h window, a time 9 minutes past is still that instant (due at once)."""
     observed = datetime(2026, 7, 1, 21, 9, tzinfo=UTC)  # 17:09 in New York
-    result = next_time_of_day(
-        17, 0, NEW_YORK, observed, limit=timedelta(hours=25), form="named_zone"
-    )
+    result = next_time_of_day(17, 0, NEW_YORK, observed, limit=FIVE_HOURS, form="named_zone")
     assert isinstance(result, Reset)
     assert result.at == datetime(2026, 7, 1, 21, 0, tzinfo=UTC)
+
+
+def test_next_time_of_day_in_a_day_window_takes_tomorrow() -> None:
+    """A weekly "resets 8:37pm (UTC)" seen at 20:42:09 is tomorrow's 20:37, never today's."""
+    observed = datetime(2026, 12, 1, 20, 42, 9, tzinfo=UTC)
+    result = next_time_of_day(20, 37, UTC, observed, limit=DAY_WINDOW, form="named_zone")
+    assert isinstance(result, Reset)
+    assert result.at == datetime(2026, 12, 2, 20, 37, tzinfo=UTC)
+
+
+def test_next_time_of_day_keeps_the_current_minute() -> None:
+    """8:42pm seen at 20:42:59 has not passed: its minute covers 20:42:00-20:42:59."""
+    observed = datetime(2026, 12, 1, 20, 42, 59, tzinfo=UTC)
+    result = next_time_of_day(20, 42, UTC, observed, limit=DAY_WINDOW, form="named_zone")
+    assert isinstance(result, Reset)
+    assert result.at == datetime(2026, 12, 1, 20, 42, tzinfo=UTC)
 
 
 def test_next_time_of_day_beyond_the_window_is_stale() -> None:
     """A session reset printed for 17:00 and read at 17:11 would be tomorrow: beyond 5 h."""
     observed = datetime(2026, 7, 1, 21, 11, tzinfo=UTC)
-    limit = timedelta(hours=5, minutes=15)
-    result = next_time_of_day(17, 0, NEW_YORK, observed, limit=limit, form="named_zone")
+    result = next_time_of_day(17, 0, NEW_YORK, observed, limit=FIVE_HOURS, form="named_zone")
     assert isinstance(result, Refusal)
     assert result.code == "stale"
+
+
+def test_next_weekday_time_rolls_a_passed_weekday_to_next_week() -> None:
+    """A "Tuesday 9am" seen on a Tuesday at 9:05 is next Tuesday's 9am, never today's."""
+    observed = datetime(2026, 7, 7, 9, 5, tzinfo=UTC)  # a Tuesday
+    window = timedelta(days=7, hours=1)
+    result = next_weekday_time(1, 9, 0, UTC, observed, limit=window, form="named_zone")
+    assert isinstance(result, Reset)
+    assert result.at == datetime(2026, 7, 14, 9, 0, tzinfo=UTC)
+
+
+def test_next_weekday_time_across_a_dst_change() -> None:
+    """A "Tuesday 9am (America/New_York)" seen the Thursday before the spring change is
+    9am EDT on the Tuesday after it (13:00Z)."""
+    observed = datetime(2026, 3, 5, 15, 0, tzinfo=UTC)
+    window = timedelta(days=7, hours=1)
+    result = next_weekday_time(1, 9, 0, NEW_YORK, observed, limit=window, form="named_zone")
+    assert isinstance(result, Reset)
+    assert result.at == datetime(2026, 3, 10, 13, 0, tzinfo=UTC)
 
 
 def test_same_day_time_never_rolls_to_tomorrow() -> None:

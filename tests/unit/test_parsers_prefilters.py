@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 import re
-from datetime import date, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
@@ -96,9 +96,10 @@ def test_literal_first_stop_pattern_reads_as_the_plain_one() -> None:
         assert found == expected
 
 
-def test_one_offset_shortcut_reads_wall_times_as_the_round_trip() -> None:
-    """The shortcut for wall times outside DST gaps and folds gives the instants the full
-    round trip gives, on every day of years with DST changes, at the hours they happen."""
+def test_read_wall_agrees_with_the_round_trip() -> None:
+    """read_wall's offset comparison names the instants the aware round trip gives, on every
+    day of a year with DST changes, at the hours they happen: one instant where the wall time
+    survives the round trip, a fold where both readings survive, a gap where neither does."""
     zones = [
         ZoneInfo(name)
         for name in ("Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Tehran")
@@ -109,9 +110,52 @@ def test_one_offset_shortcut_reads_wall_times_as_the_round_trip() -> None:
         while day.year == 2025:
             for hour in (0, 1, 2, 3, 23):
                 for minute in (0, 30, 59):
-                    expected = (
-                        timeres._first_reading(day, hour, minute, zone),
-                        timeres._checked_instant(day, hour, minute, zone),
-                    )
-                    assert timeres._readings(day, hour, minute, zone) == expected
+                    wall = (day.year, day.month, day.day, hour, minute)
+                    instants = []
+                    for fold_ in (0, 1):
+                        aware = datetime(*wall, tzinfo=zone, fold=fold_)
+                        instant = aware.astimezone(UTC)
+                        back = instant.astimezone(zone)
+                        survives = (back.year, back.month, back.day, back.hour, back.minute)
+                        instants.append((instant, survives == wall))
+                    reading = timeres.read_wall(day, hour, minute, zone)
+                    (first, first_ok), (second, second_ok) = instants
+                    if first == second:
+                        assert reading == timeres.Unambiguous(first)
+                    elif first_ok and second_ok:
+                        assert reading == timeres.Fold(first, second)
+                    else:
+                        assert not first_ok and not second_ok
+                        assert reading == timeres.Gap(first, second)
             day += timedelta(days=1)
+
+
+def _wrapped_variants(text: str, rng: random.Random) -> list[str]:
+    """The text as a terminal may show it: each space once a line break with indentation,
+    runs of spaces, and lines joined."""
+    spaces = [index for index, char in enumerate(text) if char == " "]
+    variants = [text.replace("\n", " "), text.replace(" ", "  ")]
+    for index in rng.sample(spaces, min(len(spaces), 6)):
+        variants.append(text[:index] + "\n    " + text[index + 1 :])
+    return variants
+
+
+def test_codex_and_gemini_gates_never_hide_a_match() -> None:
+    """Every Codex and Gemini gated pattern finds, with its needle test, exactly what its
+    regex finds without it, on every corpus text and wrapped, re-spaced and joined variants
+    of it: a needle that a line break can split would hide a banner the regex reads."""
+    from parsers import codex, gemini
+
+    rng = random.Random(14)
+    texts = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
+    texts.append("You're out of Codex\nmessages. Your rate limit resets on Dec 3, 2026 5:00 PM.")
+    hidden = []
+    for text in texts:
+        for variant in [text, *_wrapped_variants(text, rng)]:
+            norm = normalize(variant).norm
+            for gate in (*codex.GATES, *gemini.GATES):
+                gated = [match.span() for match in gate.finditer(norm)]
+                plain = [match.span() for match in gate.pattern.finditer(norm)]
+                if gated != plain:
+                    hidden.append((gate.pattern.pattern[:40], norm[:60]))
+    assert hidden == []
