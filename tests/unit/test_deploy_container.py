@@ -243,5 +243,9 @@ def test_compose_database_url_is_psycopg_postgres() -> None:
     environment = _compose()["services"]["api"]["environment"]
     url = re.sub(r"\$\{[^}]*\}", "secret", environment["REWAKE_DATABASE_URL"])
     parsed = make_url(normalize_database_url(url))
-    assert (parsed.drivername, parsed.host, parsed.database) == ("postgresql+psycopg", "db", "rewake")
+    assert (parsed.drivername, parsed.host, parsed.database) == (
+        "postgresql+psycopg",
+        "db",
+        "rewake",
+    )
     assert "REWAKE_API_TOKENS" in environment, "the API binds 0.0.0.0 and needs tokens"
