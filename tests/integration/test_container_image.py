@@ -1,11 +1,13 @@
-"""The Dockerfile builds an image that runs rewake: built with podman where podman runs and
-the base image is already in local storage (nothing is pulled), else skipped saying why."""
+"""The Dockerfile builds an image that runs rewake, and the pod of docs/k8s works under its
+restrictions: built with podman where podman runs and the base image is already in local
+storage (nothing is pulled), else skipped saying why."""
 
 from __future__ import annotations
 
 import os
 import re
 import shutil
+import socket
 import subprocess
 import time
 import tomllib
@@ -14,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
+from conftest import fresh_postgres_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Overrides the Dockerfile's PYTHON_IMAGE: any Debian-based image with Python 3.11+ that is
@@ -119,3 +123,58 @@ def test_image_healthcheck_passes_on_a_serving_container(image: str) -> None:
         assert check.returncode == 0, check.stdout + check.stderr + logs.stdout + logs.stderr
     finally:
         podman("rm", "--force", "--time", "5", name)
+
+
+#: What docs/k8s/deployment.yaml asks of every container, in podman's words. The image's VOLUME
+#: is ignored, as Kubernetes ignores it, so the root file system is read-only everywhere.
+RESTRICTED = [
+    "--read-only", "--image-volume", "ignore", "--tmpfs", "/tmp", "--cap-drop", "ALL",
+    "--security-opt", "no-new-privileges", "--user", "10001:10001",
+]  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def readiness_script() -> str:
+    deployment = yaml.safe_load((ROOT / "docs" / "k8s" / "deployment.yaml").read_text())
+    (api,) = [c for c in deployment["spec"]["template"]["spec"]["containers"] if c["name"] == "api"]
+    script: str = api["readinessProbe"]["exec"]["command"][2]
+    return script
+
+
+@pytest.mark.postgres
+def test_pod_containers_run_restricted_and_become_ready(image: str) -> None:
+    """Migrate, the API and the sweeper run as the pod runs them (read-only root, only /tmp
+    writable, uid 10001, no capability) against PostgreSQL, and the readiness command passes
+    with the probe token from the environment."""
+    api_port, metrics_port = free_port(), free_port()
+    names = [f"rewake-test-{uuid.uuid4().hex[:12]}" for _ in range(2)]
+    with fresh_postgres_schema(migrated=False) as url:
+        # The host's network: the test database listens on the host's loopback only.
+        common = [*RESTRICTED, *LIMITS, "--network", "host", "--env", f"REWAKE_DATABASE_URL={url}"]
+        common += ["--env", "REWAKE_API_TOKENS=admin:admin-secret,probe:probe-secret"]
+        common += ["--env", f"REWAKE_PORT={api_port}"]
+        migrated = podman("run", "--rm", *common, image, "rewake", "migrate")
+        assert migrated.returncode == 0, migrated.stderr
+        api = ["rewake", "serve", "--host", "127.0.0.1", "--no-sweeper"]
+        sweep = ["rewake", "sweep", "--metrics-port", str(metrics_port)]
+        try:
+            for name, command in zip(names, (api, sweep), strict=True):
+                started = podman("run", "--detach", "--name", name, *common, image, *command)
+                assert started.returncode == 0, started.stderr
+            deadline = time.monotonic() + 90
+            while True:
+                ready = podman("exec", names[0], "python3", "-c", readiness_script())
+                if ready.returncode == 0 or time.monotonic() > deadline:
+                    break
+                time.sleep(2)
+            logs = [podman("logs", name).stderr[-2000:] for name in names]
+            assert ready.returncode == 0, ready.stderr[-2000:] + "".join(logs)
+        finally:
+            for name in names:
+                podman("rm", "--force", "--time", "10", name)
