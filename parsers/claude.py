@@ -77,7 +77,7 @@ _STOP = Gated(
     # The interactive CLI's own line once it waits: "Usage limit reached · set to continue
     # automatically at 11:40pm", and its status line "Usage limit reached · limit resets 11:40pm";
     # read only with a time (Gemini's "Usage limit reached for <model>." has none).
-    r"|U(?P<waiting>sage\s+limit\s+reached)(?=\s{0,3}·)"
+    r"|U(?P<waiting>sage\s+limit\s+reached)(?=\s{0,3}·|[ \t]{0,3}\.?[ \t]*(?:\n|$))"
     r"|C(?P<legacy>laude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
     # 2.0.6x printed a bare "Limit reached · resets 5pm (Etc/Unknown)"; read only with a reset.
     r"|L(?P<bare>imit\s+reached)(?=\s{0,3}·\s{0,3}resets)",
@@ -133,8 +133,10 @@ _RATE_LIMIT_BODY = Gated(
 )
 _NOT_THE_LIMIT = re.compile(r"not\s+your\s+usage\s+limit")
 _LIMIT_MENU = Gated(
-    r"Stop and wait for limit to reset",
-    ("Stop and wait",),
+    # "1. Stop and wait for limit to reset", or "Wait for limit to reset" beside a spend
+    # limit's own option.
+    r"[Ww]ait for limit to reset",
+    ("ait for limit to reset",),
 )
 
 
@@ -334,7 +336,7 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
             spend_spans.append((match.start(), head_end))
         clause = _reset_clause(norm, head_end, ctx, scope)
         waiting = match.group("waiting") is not None
-        if clause is None and (match.group("bare") or waiting):
+        if clause is None and match.group("bare"):
             continue
         if (
             scope == "extra_usage"

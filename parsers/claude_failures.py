@@ -36,7 +36,10 @@ TRANSIENT = Gated(
     r"|Repeated 5\d\d|API Error \(Connection error|Connection error\.|fetch failed"
     r"|server-side issue|API error · Retrying|API Error: Rate limit reached"
     # "Server is temporarily limiting requests (not your usage limit) · Rate limited"
-    r"|temporarily limiting requests|Too many CONNECT attempts",
+    r"|temporarily limiting requests|Too many CONNECT attempts"
+    # The API's throttles in other words, with no wait: they lift on their own (rule 10).
+    r"|API Error:?\(?5\d\d\b|api error:?\s?\(?5\d\d\b|Rate limit exceeded|rate limit exceeded"
+    r"|Too many requests|too many requests|exceeded your rate limit",
     (
         "overloaded_error",
         "Overloaded",
@@ -49,6 +52,10 @@ TRANSIENT = Gated(
         "server-side issue",
         "temporarily limiting requests",
         "Too many CONNECT attempts",
+        "api error",
+        "ate limit exceeded",
+        "oo many requests",
+        "exceeded your rate limit",
     ),
 )
 LOGIN = Gated(
@@ -101,11 +108,14 @@ WENT_ON = Gated(
 GATES = module_gates(globals())
 
 
-# A tool's result on a ⎿ line that is no banner, error or interruption. The fold makes ⎿ a
-# space in `norm` (it is drawn like a border), so these lines are found in the original text.
+# A tool's result on a ⎿ line that is no banner, error or interruption, and no line of the
+# CLI's own chrome (a key hint: "⎿  Backgrounded agent (↓ to manage · ctrl+o to expand)").
+# The fold makes ⎿ a space in `norm` (it is drawn like a border), so these lines are found in
+# the original text.
 _TOOL_RESULT = re.compile(
     r"^[ \t]{0,8}⎿[ \t]{1,4}"
-    r"(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset|Interrupted|[Cc]ancel))\S",
+    r"(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset|Interrupted|[Cc]ancel"
+    r"|ctrl\+|shift\+|[↑↓←→] to |to expand\b))\S",
     re.MULTILINE,
 )
 

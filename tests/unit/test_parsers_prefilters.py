@@ -50,7 +50,7 @@ _PLAIN_STOP = re.compile(
     r"(?!\s+of\s+requests))"
     r"|(?P<extra>You're\s+out\s+of\s+extra\s+usage\b)"
     r"|(?P<legacy>Claude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
-    r"|(?P<waiting>Usage\s+limit\s+reached)(?=\s{0,3}·)"
+    r"|(?P<waiting>Usage\s+limit\s+reached)(?=\s{0,3}·|[ \t]{0,3}\.?[ \t]*(?:\n|$))"
     r"|(?P<bare>Limit\s+reached)(?=\s{0,3}·\s{0,3}resets)"
 )
 _PLAIN_SCOPES = {
