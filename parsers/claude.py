@@ -254,9 +254,14 @@ def _continues_by_itself(text: Text, head_end: int, end: int) -> bool:
     ("set to continue automatically at 11:40pm", "Continuing automatically at 11:40pm"), for
     any limit: the CLI says so for five-hour, weekly and extra-usage limits alike."""
     norm = text.norm
+    line_end = text.line_end_within(end, _NATIVE_REACH)
+    following = text.line_end_within(line_end + 1, _NATIVE_REACH) if line_end < len(norm) else 0
+    # Every wording says "continu..." (any case): most banners are ruled out by one find.
+    region = norm[head_end : max(line_end, following)]
+    if "ontinu" not in region and "ONTINU" not in region:
+        return False
     if _NATIVE.search(norm, head_end, end):
         return True
-    line_end = text.line_end_within(end, _NATIVE_REACH)
     if _NATIVE.search(norm, end, line_end):
         return True
     if line_end >= len(norm) or norm[line_end] != "\n":
@@ -396,6 +401,12 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), None, "the API's rate limit")
         )
+    for match in (
+        claude_failures.THROTTLE.pattern.finditer(norm)
+        if claude_failures.THROTTLE in opened
+        else ()
+    ):
+        found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
     found.extend(findings.scan_common(text, PROVIDER, _COMMON, opened))
     found.extend(claude_failures.tool_results(text))
     return _waiting_joined(found, waiting_starts) if waiting_starts else found
