@@ -25,7 +25,9 @@ _JSON_CONTEXT = ":[{,("
 #: How far along its line the quotation marks around a banner are looked for.
 _REACH = 300
 _WORD = re.compile(r"[A-Za-z]{2}")
-_LINE_END_AFTER_QUOTE = re.compile(r"[\s.,;:!?)\]]*")
+# Only a sentence's end may follow: after a comma, a "+" or a ";" the quotation is a string
+# in a list or a sum, as a CLI's own error dump prints them ('Please retry in 51820.6s.',).
+_LINE_END_AFTER_QUOTE = re.compile(r"[ \t.!?)]*")
 
 
 #: What may stand before a banner on its line when it is shown from a file, code or a tool:
