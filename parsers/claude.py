@@ -409,6 +409,10 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
         found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
     found.extend(findings.scan_common(text, PROVIDER, _COMMON, opened))
     found.extend(claude_failures.tool_results(text))
+    # The waiting line answers no prompt: the empty input box (and its placeholder) stands
+    # between the banner and the status line, and must not supersede the banner.
+    stops = [f for f in found if f.role == "stop" and f.start not in waiting_starts]
+    found.extend(claude_failures.answered_prompts(text, stops))
     return _waiting_joined(found, waiting_starts) if waiting_starts else found
 
 

@@ -120,6 +120,25 @@ _TOOL_RESULT = re.compile(
 )
 
 
+# A prompt the user typed, on Claude's ❯ line (> in 1.x), that is not a menu's cursor.
+_PROMPT = re.compile(r"^[ \t]{0,4}[>❯][ \t]{1,3}(?![ \t]{0,3}\d{1,2}\.)\S", re.MULTILINE)
+
+
+def answered_prompts(text: Text, stops: list[Finding]) -> list[Finding]:
+    """A prompt line between two banners is a new turn: the prompt was sent, and the banner
+    after it is the CLI's answer to it, so the banner before it no longer counts (rule 8).
+    A prompt with no banner after it proves nothing (a draft, or the empty box's placeholder)."""
+    if len(stops) < 2:
+        return []
+    first = min(stop.start for stop in stops)
+    last = max(stop.start for stop in stops)
+    norm = text.norm
+    found = []
+    for match in _PROMPT.finditer(norm, text.line_end(first), last):
+        found.append(findings.marker("went_on", PROVIDER, match.start(), match.end()))
+    return found
+
+
 def tool_results(text: Text) -> list[Finding]:
     """The session went on: a tool ran and Claude shows its result on a ⎿ line."""
     original = text.original
