@@ -48,9 +48,11 @@ _MAX_WRAPPING = 2
 _CLAUDE_SCOPES = {
     "five_hour": "five_hour",
     "seven_day": "weekly",
-    "seven_day_opus": "weekly",
-    "seven_day_sonnet": "weekly",
-    "seven_day_overage_included": "weekly",
+    # A model's own weekly limit: the CLI's text names the model ("your Opus limit", "your
+    # Fable limit ... Switch to another model"), and both sources say the same scope.
+    "seven_day_opus": "model",
+    "seven_day_sonnet": "model",
+    "seven_day_overage_included": "model",
     "overage": "extra_usage",
 }
 #: Claude transcript rows that hold no turn and no API answer: the user's typed prompt
