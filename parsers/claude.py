@@ -413,7 +413,19 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
     # between the banner and the status line, and must not supersede the banner.
     stops = [f for f in found if f.role == "stop" and f.start not in waiting_starts]
     found.extend(claude_failures.answered_prompts(text, stops))
-    return _waiting_joined(found, waiting_starts) if waiting_starts else found
+    if waiting_starts:
+        found = _waiting_joined(found, waiting_starts)
+    cancelled = norm.rfind("Automatic continue cancelled") if "continue cancelled" in norm else -1
+    if cancelled >= 0:
+        # "Automatic continue cancelled · /rate-limit-options to wait again": the user pressed
+        # Esc, and the CLI will not go on by itself at the reset printed before.
+        found = [
+            f._replace(native_auto_continue=False)
+            if f.native_auto_continue and f.start < cancelled
+            else f
+            for f in found
+        ]
+    return found
 
 
 def _waiting_joined(found: list[Finding], waiting_starts: set[int]) -> list[Finding]:
