@@ -70,7 +70,7 @@ _STOP = Gated(
     # "You've hit your <limit name> limit": the name is a word group the CLI fills in from
     # the limit's claim ("5-hour", "weekly", "Opus", "Fable 5", "usage", "individual spend",
     # none at all), read as words and mapped to a scope by _hit_scope, not listed one by one.
-    r"|Y(?:(?P<hit>ou've\s+(?:hit|reached)\s+your\s+(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit\b"
+    r"|Y(?:(?P<hit>ou(?:'ve)?\s+(?:hit|reached)\s+your\s+(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit\b"
     # Gemini Code Assist's "You've hit your daily limit of requests with Gemini ..." fallback.
     r"(?!\s+of\s+requests))"
     r"|(?P<extra>ou're\s+out\s+of\s+extra\s+usage\b))"
@@ -80,8 +80,9 @@ _STOP = Gated(
     r"|U(?P<waiting>sage\s+limit\s+reached)(?=\s{0,3}·|[ \t]{0,3}\.?[ \t]*(?:\n|$))"
     r"|C(?P<legacy>laude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
     # 2.0.6x printed a bare "Limit reached · resets 5pm (Etc/Unknown)"; read only with a reset.
-    r"|L(?P<bare>imit\s+reached)(?=\s{0,3}·\s{0,3}resets)",
-    ("reached", "You've", "You're"),
+    # Without a reset header it prints the head alone, on a line of its own.
+    r"|L(?P<bare>imit\s+reached)(?=\s{0,3}·\s{0,3}resets|[ \t]{0,3}\.?[ \t]*(?:\n|$))",
+    ("reached", "You've", "You're", "You hit"),
 )
 
 _RESET_LEAD = re.compile(
@@ -272,6 +273,15 @@ def _continues_by_itself(text: Text, head_end: int, end: int) -> bool:
     return bool(_NATIVE.search(norm, next_start, text.line_end_within(next_start, _NATIVE_REACH)))
 
 
+#: What may stand before a head printed alone: indentation and the CLI's glyphs.
+_LINE_LEAD = re.compile(r"[ \t⏺●⚠✗×!]*")
+
+
+def _alone_on_line(text: Text, start: int) -> bool:
+    line_start = text.line_start_within(start, 40)
+    return _LINE_LEAD.fullmatch(text.norm, line_start, start) is not None
+
+
 def _scope(match: re.Match[str]) -> str | None:
     # The banner's alternatives are named groups; `which` is nested in `hit`, which closes
     # after it, so the last group closed names the alternative that matched.
@@ -341,7 +351,7 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
             spend_spans.append((match.start(), head_end))
         clause = _reset_clause(norm, head_end, ctx, scope)
         waiting = match.group("waiting") is not None
-        if clause is None and match.group("bare"):
+        if clause is None and match.group("bare") and not _alone_on_line(text, match.start()):
             continue
         if (
             scope == "extra_usage"
