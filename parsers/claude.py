@@ -65,18 +65,19 @@ _STOP = Gated(
     # "You've hit your <limit name> limit": the name is a word group the CLI fills in from
     # the limit's claim ("5-hour", "weekly", "Opus", "Fable 5", "usage", "individual spend",
     # none at all), read as words and mapped to a scope by _hit_scope, not listed one by one.
-    r"|Y(?:(?P<hit>ou've\s+(?:hit|reached)\s+your\s+(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit\b"
+    r"|Y(?:(?P<hit>ou(?:'ve)?\s+(?:hit|reached)\s+your\s+(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit\b"
     # Gemini Code Assist's "You've hit your daily limit of requests with Gemini ..." fallback.
     r"(?!\s+of\s+requests))"
     r"|(?P<extra>ou're\s+out\s+of\s+extra\s+usage\b))"
     # The interactive CLI's own line once it waits: "Usage limit reached · set to continue
     # automatically at 11:40pm", and its status line "Usage limit reached · limit resets 11:40pm";
     # read only with a time (Gemini's "Usage limit reached for <model>." has none).
-    r"|U(?P<waiting>sage\s+limit\s+reached)(?=\s{0,3}·)"
+    r"|U(?P<waiting>sage\s+limit\s+reached)(?=\s{0,3}·|[ \t]{0,3}\.?[ \t]*(?:\n|$))"
     r"|C(?P<legacy>laude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
     # 2.0.6x printed a bare "Limit reached · resets 5pm (Etc/Unknown)"; read only with a reset.
-    r"|L(?P<bare>imit\s+reached)(?=\s{0,3}·\s{0,3}resets)",
-    ("reached", "You've", "You're"),
+    # Without a reset header it prints the head alone, on a line of its own.
+    r"|L(?P<bare>imit\s+reached)(?=\s{0,3}·\s{0,3}resets|[ \t]{0,3}\.?[ \t]*(?:\n|$))",
+    ("reached", "You've", "You're", "You hit"),
 )
 
 _RESET_LEAD = re.compile(
@@ -122,8 +123,10 @@ _RATE_LIMIT_BODY = Gated(
 )
 _NOT_THE_LIMIT = re.compile(r"not\s+your\s+usage\s+limit")
 _LIMIT_MENU = Gated(
-    r"Stop and wait for limit to reset",
-    ("Stop and wait",),
+    # "1. Stop and wait for limit to reset", or "Wait for limit to reset" beside a spend
+    # limit's own option.
+    r"[Ww]ait for limit to reset",
+    ("ait for limit to reset",),
 )
 
 
@@ -206,9 +209,14 @@ def _continues_by_itself(text: Text, head_end: int, end: int) -> bool:
     ("set to continue automatically at 11:40pm", "Continuing automatically at 11:40pm"), for
     any limit: the CLI says so for five-hour, weekly and extra-usage limits alike."""
     norm = text.norm
+    line_end = text.line_end_within(end, _NATIVE_REACH)
+    following = text.line_end_within(line_end + 1, _NATIVE_REACH) if line_end < len(norm) else 0
+    # Every wording says "continu..." (any case): most banners are ruled out by one find.
+    region = norm[head_end : max(line_end, following)]
+    if "ontinu" not in region and "ONTINU" not in region:
+        return False
     if _NATIVE.search(norm, head_end, end):
         return True
-    line_end = text.line_end_within(end, _NATIVE_REACH)
     if _NATIVE.search(norm, end, line_end):
         return True
     if line_end >= len(norm) or norm[line_end] != "\n":
@@ -217,6 +225,15 @@ def _continues_by_itself(text: Text, head_end: int, end: int) -> bool:
     if _MENU_OPTION.match(norm, next_start):
         return False
     return bool(_NATIVE.search(norm, next_start, text.line_end_within(next_start, _NATIVE_REACH)))
+
+
+#: What may stand before a head printed alone: indentation and the CLI's glyphs.
+_LINE_LEAD = re.compile(r"[ \t⏺●⚠✗×!]*")
+
+
+def _alone_on_line(text: Text, start: int) -> bool:
+    line_start = text.line_start_within(start, 40)
+    return _LINE_LEAD.fullmatch(text.norm, line_start, start) is not None
 
 
 def _scope(match: re.Match[str]) -> str | None:
@@ -288,7 +305,7 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
             spend_spans.append((match.start(), head_end))
         clause = _reset_clause(norm, head_end, ctx, scope)
         waiting = match.group("waiting") is not None
-        if clause is None and (match.group("bare") or waiting):
+        if clause is None and match.group("bare") and not _alone_on_line(text, match.start()):
             continue
         if (
             scope == "extra_usage"
@@ -348,9 +365,31 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), None, "the API's rate limit")
         )
+    for match in (
+        claude_failures.THROTTLE.pattern.finditer(norm)
+        if claude_failures.THROTTLE in opened
+        else ()
+    ):
+        found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
     found.extend(findings.scan_common(text, PROVIDER, _COMMON, opened))
     found.extend(claude_failures.tool_results(text))
-    return _waiting_joined(found, waiting_starts) if waiting_starts else found
+    # The waiting line answers no prompt: the empty input box (and its placeholder) stands
+    # between the banner and the status line, and must not supersede the banner.
+    stops = [f for f in found if f.role == "stop" and f.start not in waiting_starts]
+    found.extend(claude_failures.answered_prompts(text, stops))
+    if waiting_starts:
+        found = _waiting_joined(found, waiting_starts)
+    cancelled = norm.rfind("Automatic continue cancelled") if "continue cancelled" in norm else -1
+    if cancelled >= 0:
+        # "Automatic continue cancelled · /rate-limit-options to wait again": the user pressed
+        # Esc, and the CLI will not go on by itself at the reset printed before.
+        found = [
+            f._replace(native_auto_continue=False)
+            if f.native_auto_continue and f.start < cancelled
+            else f
+            for f in found
+        ]
+    return found
 
 
 def _waiting_joined(found: list[Finding], waiting_starts: set[int]) -> list[Finding]:

@@ -32,7 +32,7 @@ COUNTDOWN = Gated(
 _RETRIED_REACH = 400
 _RATE_LIMITED_ERROR = re.compile(r"\b429\b|rate_limit_error|rate limit", re.IGNORECASE)
 TRANSIENT = Gated(
-    r"overloaded_error|Overloaded\b|API Error:? \(?5\d\d\b|Internal server error"
+    r"overloaded_error|Overloaded\b|API Error:? ?\(?5\d\d\b|Internal server error"
     r"|Repeated 5\d\d|API Error \(Connection error|Connection error\.|fetch failed"
     r"|server-side issue|API error · Retrying|API Error: Rate limit reached"
     # "Server is temporarily limiting requests (not your usage limit) · Rate limited"
@@ -50,6 +50,13 @@ TRANSIENT = Gated(
         "temporarily limiting requests",
         "Too many CONNECT attempts",
     ),
+)
+#: The API's throttles in other words, with no wait: they lift on their own (rule 10). Apart
+#: from TRANSIENT so that their lower-case heads cost nothing where their needles are absent.
+THROTTLE = Gated(
+    r"api error:?\s?\(?5\d\d\b|Rate limit exceeded|rate limit exceeded"
+    r"|Too many requests|too many requests|exceeded your rate limit",
+    ("api error", "ate limit exceeded", "oo many requests", "exceeded your rate limit"),
 )
 LOGIN = Gated(
     # Every alternative starts with a fixed character ("Run" and "run" spelled out), so the
@@ -91,7 +98,7 @@ WENT_ON = Gated(
     r"^[ \t]{0,4}[⏺●][ \t]{1,3}(?!\d{1,2}\.[ \t])"
     r"(?:[A-Z][A-Za-z]{1,30}\((?!\))"
     r"|(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset))\S)"
-    r"|[Ee]sc to interrupt"
+    r"|Esc to interrupt|esc to interrupt"
     r"|Claude resuming",
     ("⏺", "●", "sc to interrupt", "Claude resuming"),
     re.MULTILINE,
@@ -101,13 +108,35 @@ WENT_ON = Gated(
 GATES = module_gates(globals())
 
 
-# A tool's result on a ⎿ line that is no banner, error or interruption. The fold makes ⎿ a
-# space in `norm` (it is drawn like a border), so these lines are found in the original text.
+# A tool's result on a ⎿ line that is no banner, error or interruption, and no line of the
+# CLI's own chrome (a key hint: "⎿  Backgrounded agent (↓ to manage · ctrl+o to expand)").
+# The fold makes ⎿ a space in `norm` (it is drawn like a border), so these lines are found in
+# the original text.
 _TOOL_RESULT = re.compile(
     r"^[ \t]{0,8}⎿[ \t]{1,4}"
-    r"(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset|Interrupted|[Cc]ancel))\S",
+    r"(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset|Interrupted|[Cc]ancel"
+    r"|ctrl\+|shift\+|[↑↓←→] to |to expand\b))\S",
     re.MULTILINE,
 )
+
+
+# A prompt the user typed, on Claude's ❯ line (> in 1.x), that is not a menu's cursor.
+_PROMPT = re.compile(r"^[ \t]{0,4}[>❯][ \t]{1,3}(?![ \t]{0,3}\d{1,2}\.)\S", re.MULTILINE)
+
+
+def answered_prompts(text: Text, stops: list[Finding]) -> list[Finding]:
+    """A prompt line between two banners is a new turn: the prompt was sent, and the banner
+    after it is the CLI's answer to it, so the banner before it no longer counts (rule 8).
+    A prompt with no banner after it proves nothing (a draft, or the empty box's placeholder)."""
+    if len(stops) < 2:
+        return []
+    first = min(stop.start for stop in stops)
+    last = max(stop.start for stop in stops)
+    norm = text.norm
+    found = []
+    for match in _PROMPT.finditer(norm, text.line_end(first), last):
+        found.append(findings.marker("went_on", PROVIDER, match.start(), match.end()))
+    return found
 
 
 def tool_results(text: Text) -> list[Finding]:

@@ -30,10 +30,12 @@ class Decision(NamedTuple):
     episode_start: int | None = None
 
 
+def _last_went_on(ordered: list[Finding]) -> int:
+    return max((finding.start for finding in ordered if finding.role == "went_on"), default=-1)
+
+
 def _live_stops(ordered: list[Finding]) -> list[Finding]:
-    last_went_on = max(
-        (finding.start for finding in ordered if finding.role == "went_on"), default=-1
-    )
+    last_went_on = _last_went_on(ordered)
     return [f for f in ordered if f.role == "stop" and f.start > last_went_on]
 
 
@@ -69,7 +71,10 @@ def decide(found: list[Finding]) -> Decision:
     stops = _structured_first(_live_stops(ordered))
     if stops:
         return _decide_stops(stops)
-    failures = [f for f in ordered if f.role in ("failure", "countdown")]
+    # A failure the session went on after ("API Error: 529" then "● Deleted workflow ...")
+    # did not stop it either.
+    went_on = _last_went_on(ordered)
+    failures = [f for f in ordered if f.role in ("failure", "countdown") and f.start > went_on]
     if failures:
         chosen = _last_failure(failures)
         return Decision(chosen, episode_start=_episode_start(failures, chosen))

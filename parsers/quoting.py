@@ -25,6 +25,9 @@ _JSON_CONTEXT = ":[{,("
 #: How far along its line the quotation marks around a banner are looked for.
 _REACH = 300
 _WORD = re.compile(r"[A-Za-z]{2}")
+# Only a sentence's end may follow: after a comma, a "+" or a ";" the quotation is a string
+# in a list or a sum, as a CLI's own error dump prints them ('Please retry in 51820.6s.',).
+_LINE_END_AFTER_QUOTE = re.compile(r"[ \t.!?)]*")
 
 
 #: What may stand before a banner on its line when it is shown from a file, code or a tool:
@@ -36,8 +39,16 @@ _SHOWN_PREFIX = re.compile(
     r"(?:\"[^\"\n]{1,60}\"[ \t]{0,4}:[ \t]{0,4}\"[ \t]{0,4})?(?:\d{1,7}[ \t]{0,2}→|//|/\*|<!--)"
     r"|(?P<doc>\*[ \t])"  # a doc comment's inner line, when a /* is open above it
     r"|[^\n]{0,120}?[=(][ \t]{0,4}[\"'`/]"  # x = "..., f("... or a /regex/
+    r"|/"  # a regex literal in a list: [ /You've hit your limit/i ]
+    # A prompt line: what the user typed (not a menu's cursor: "❯ 1. Stop and wait ...").
+    r"|❯[ \t](?![ \t]{0,3}\d{1,2}\.)"
     r")"
 )
+#: A line of code comment, or of a numbered file read: a banner right under it is in the file.
+_CODE_LINE = re.compile(r"[ \t]{0,40}(?://|/\*|\*/|\d{1,7}[ \t]{0,2}→)")
+_FENCE = "```"
+#: How far back a Markdown code fence that is still open is looked for.
+_FENCE_REACH = 4000
 #: A tool's result names the call it answers; Claude's terminal never shows the id itself.
 _TOOL_RESULT_ID = re.compile(r"toolu_|tool_use_id|\"tool_result\"")
 #: How far before a banner a tool result's id, or a comment's opening, is looked for.
@@ -62,7 +73,28 @@ def _shown(text: Text, start: int) -> bool:
         # opened above it is still open.
         if norm.rfind("/*", back, start) > norm.rfind("*/", back, start):
             return True
-    return bool(_TOOL_RESULT_ID.search(norm, back, start))
+    if _TOOL_RESULT_ID.search(norm, back, start):
+        return True
+    if _CODE_LINE.match(norm, _previous_line_start(text, line_start, back)):
+        return True
+    # Inside a Markdown code fence someone opened above (an odd count of fences before it).
+    fences = norm.count(_FENCE, max(0, start - _FENCE_REACH), start)
+    return fences % 2 == 1
+
+
+def _previous_line_start(text: Text, line_start: int, back: int) -> int:
+    """Where the last line with words before the banner's line starts (within reach), or the
+    banner's own line start when there is none."""
+    norm = text.norm
+    end = line_start - 1
+    while end > back:
+        start = norm.rfind("\n", back, end) + 1
+        if start <= back and back > 0:
+            break
+        if norm[start:end].strip():
+            return start
+        end = start - 1
+    return line_start
 
 
 def _in_quotes(text: Text, start: int, end: int) -> bool:
@@ -86,5 +118,8 @@ def _in_quotes(text: Text, start: int, end: int) -> bool:
     if close < 0:
         return False
     if _WORD.search(rest, close + 1):
+        return True
+    # The whole quotation ends the line: a banner the CLI prints is never put in quotes.
+    if _LINE_END_AFTER_QUOTE.fullmatch(rest, close + 1):
         return True
     return bool(_ASSISTANT_LINE.match(norm, text.line_start(start)))

@@ -23,7 +23,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.findings import Context, Finding, as_structured, failure, marker, stop
+from parsers.findings import (
+    Context,
+    Finding,
+    as_structured,
+    failure,
+    marker,
+    not_stated,
+    stop,
+)
 from parsers.timeres import at_epoch, window
 from parsers.verdict import Provider, Refusal
 
@@ -40,9 +48,11 @@ _MAX_WRAPPING = 2
 _CLAUDE_SCOPES = {
     "five_hour": "five_hour",
     "seven_day": "weekly",
-    "seven_day_opus": "weekly",
-    "seven_day_sonnet": "weekly",
-    "seven_day_overage_included": "weekly",
+    # A model's own weekly limit: the CLI's text names the model ("your Opus limit", "your
+    # Fable limit ... Switch to another model"), and both sources say the same scope.
+    "seven_day_opus": "model",
+    "seven_day_sonnet": "model",
+    "seven_day_overage_included": "model",
     "overage": "extra_usage",
 }
 #: Claude transcript rows that hold no turn and no API answer: the user's typed prompt
@@ -50,6 +60,8 @@ _CLAUDE_SCOPES = {
 _TRANSCRIPT_BOOKKEEPING = frozenset(
     ("last-prompt", "summary", "custom-title", "file-history-snapshot", "queue-operation")
 )
+#: Keys only Claude's transcript rows carry.
+_TRANSCRIPT_KEYS = frozenset(("parentUuid", "isSidechain", "sessionId", "leafUuid"))
 _CODEX_WINDOWS = {300: "five_hour", 10080: "weekly", 1440: "daily"}
 
 
@@ -146,12 +158,20 @@ def _event(
             params = event.get("api_error_params")
             if isinstance(params, dict) and isinstance(params.get("rate_limit_info"), dict):
                 _claude_rate_limit(params, start, end, ctx, out)
+            if event.get("error") == "rate_limit":
+                # The row says the API refused on a limit even where its words are new to
+                # us: a limit with no time stated, which any banner that states one outranks.
+                out.findings.append(
+                    not_stated("claude", start, end, None, "Claude's rate_limit error row")
+                )
         else:
             out.findings.append(marker("went_on", "claude", start, end))
     elif kind == "user" or (kind == "message" and event.get("role") in ("user", "assistant")):
         pass  # a turn's content: never read as a limit (rule 8)
     elif kind in _TRANSCRIPT_BOOKKEEPING or "lastPrompt" in event:
         pass  # what the user typed, titles, snapshots: never the CLI's own banner (rule 8)
+    elif kind is None and _TRANSCRIPT_KEYS & event.keys() and "error" not in event:
+        pass  # a transcript row of no type we read, holding no error: content, not a stop
     elif kind == "system" and event.get("subtype") == "init":
         out.findings.append(marker("went_on", "claude", start, end))
     elif kind in ("error", "turn.failed"):

@@ -45,13 +45,13 @@ _PLAIN_STOP = re.compile(
     r"|(?P<session>[Ss]ession\s+limit\s+reached)"
     r"|(?P<weekly>(?:(?:Opus|Sonnet|Fable|Haiku)\s+)?[Ww]eekly\s+limit\s+reached)"
     r"|(?P<monthly>[Mm]onthly\s+limit\s+reached)"
-    r"|(?P<hit>You've\s+(?:hit|reached)\s+your\s+"
+    r"|(?P<hit>You(?:'ve)?\s+(?:hit|reached)\s+your\s+"
     r"(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit\b"
     r"(?!\s+of\s+requests))"
     r"|(?P<extra>You're\s+out\s+of\s+extra\s+usage\b)"
     r"|(?P<legacy>Claude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
-    r"|(?P<waiting>Usage\s+limit\s+reached)(?=\s{0,3}·)"
-    r"|(?P<bare>Limit\s+reached)(?=\s{0,3}·\s{0,3}resets)"
+    r"|(?P<waiting>Usage\s+limit\s+reached)(?=\s{0,3}·|[ \t]{0,3}\.?[ \t]*(?:\n|$))"
+    r"|(?P<bare>Limit\s+reached)(?=\s{0,3}·\s{0,3}resets|[ \t]{0,3}\.?[ \t]*(?:\n|$))"
 )
 _PLAIN_SCOPES = {
     "five_hour": "five_hour",
