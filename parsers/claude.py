@@ -65,19 +65,25 @@ _STOP = Gated(
     # "You've hit your <limit name> limit": the name is a word group the CLI fills in from
     # the limit's claim ("5-hour", "weekly", "Opus", "Fable 5", "usage", "individual spend",
     # none at all), read as words and mapped to a scope by _hit_scope, not listed one by one.
-    r"|Y(?:(?P<hit>ou(?:'ve)?\s+(?:hit|reached)\s+your\s+(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit\b"
+    # An owner may stand before the name ("org's monthly usage", "channel's monthly spend").
+    r"|Y(?:(?P<hit>ou(?:'ve)?\s+(?:hit|reached)\s+your\s+(?P<which>(?:[\w.+'-]{1,24}\s+){0,3}?)limit\b"
     # Gemini Code Assist's "You've hit your daily limit of requests with Gemini ..." fallback.
     r"(?!\s+of\s+requests))"
-    r"|(?P<extra>ou're\s+out\s+of\s+extra\s+usage\b))"
+    r"|(?P<extra>ou're\s+out\s+of\s+extra\s+usage\b)"
+    r"|(?P<credits_out>ou're\s+out\s+of\s+(?:usage\s+)?credits\b))"
     # The interactive CLI's own line once it waits: "Usage limit reached · set to continue
     # automatically at 11:40pm", and its status line "Usage limit reached · limit resets 11:40pm";
     # read only with a time (Gemini's "Usage limit reached for <model>." has none).
-    r"|U(?P<waiting>sage\s+limit\s+reached)(?=\s{0,3}·|[ \t]{0,3}\.?[ \t]*(?:\n|$))"
-    r"|C(?P<legacy>laude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
+    r"|U(?P<waiting>sage\s+limit\s+reached(?:\s+again)?)(?=\s{0,3}·|[ \t]{0,3}\.?[ \t]*(?:\n|$))"
+    r"|C(?:(?P<legacy>laude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
+    # The auto-continue footer on its own ("Continuing automatically at 4:41pm · Esc to
+    # cancel"): the reset clause reads it again from its first word.
+    r"|(?P<continuing>ontinuing)(?=\s+automatically\s+at\s))"
     # 2.0.6x printed a bare "Limit reached · resets 5pm (Etc/Unknown)"; read only with a reset.
     # Without a reset header it prints the head alone, on a line of its own.
     r"|L(?P<bare>imit\s+reached)(?=\s{0,3}·\s{0,3}resets|[ \t]{0,3}\.?[ \t]*(?:\n|$))",
-    ("reached", "You've", "You're", "You hit"),
+    # "hit", not "You hit": the regex lets a line break stand between the two words.
+    ("reached", "You've", "You're", "hit", "ontinuing"),
 )
 
 _RESET_LEAD = re.compile(
@@ -105,6 +111,11 @@ _ORG_LIMIT = Gated(
     r"(?:usage|spend(?:ing)?)\s+limit",
     # Not "org": with the apostrophe, the needle is tested only in texts that hold one.
     ("org's", "organization's"),
+)
+#: A cap set to nothing ("Your group's usage limit is set to $0"): no window lifts it.
+_ZERO_CAP = Gated(
+    r"Your\s+(?:[\w.-]{1,24}'s\s+)?(?:[\w-]{1,16}\s+){0,2}?limit\s+is\s+set\s+to\s+\$0(?![\d.,])",
+    ("$0",),
 )
 _CREDITS = Gated(
     r"[Cc]redit balance (?:is )?too low",
@@ -169,6 +180,7 @@ _HEAD_SCOPES = {
     "monthly": "monthly",
     "monthly_": "monthly",
     "extra": "extra_usage",
+    "credits_out": "credits",
 }
 
 
@@ -177,8 +189,9 @@ _NAMED_WINDOWS = (
     (re.compile(r"\bsession\b"), "session"),
     (re.compile(r"\bweek(?:ly)?\b"), "weekly"),
     (re.compile(r"\b(?:daily|day)\b"), "daily"),
-    (re.compile(r"\bmonth(?:ly)?\b"), "monthly"),
+    # Before the month: a "monthly spend limit" is a spend limit, lifted by no window.
     (re.compile(r"\bspend(?:ing)?\b"), "spend_cap"),
+    (re.compile(r"\bmonth(?:ly)?\b"), "monthly"),
     # Claude's name for the pay-as-you-go usage past the plan (the "overage" claim).
     (re.compile(r"\b(?:extra\s+)?usage\b"), "extra_usage"),
 )
@@ -271,6 +284,8 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
     epoch_starts: list[int] = []
     spend_spans: list[tuple[int, int]] = []
     waiting_starts: set[int] = set()
+    #: Where a banner read above starts: the owner-cap patterns below do not read it again.
+    read_starts: set[int] = set()
     for match in _EPOCH.pattern.finditer(norm) if _EPOCH in opened else ():
         epoch_starts.append(match.start())
         resolved = at_epoch(
@@ -286,7 +301,8 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
         ):
             continue
         scope = _scope(match)
-        head_end = match.end()
+        continuing = match.group("continuing") is not None
+        head_end = match.start() if continuing else match.end()
         if scope == "spend_cap":
             # "You've hit your individual spend limit · ask your admin ... · your weekly limit
             # resets Dec 4, 8:33pm": the spend limit stops the extra usage past the plan, and
@@ -294,6 +310,7 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
             window_named = _SPEND_WINDOW.match(norm, head_end)
             if window_named is None:
                 spend_spans.append((match.start(), head_end))
+                read_starts.add(match.start())
                 found.append(
                     findings.no_reset(
                         PROVIDER, match.start(), head_end, scope, "a spend limit is reached"
@@ -304,16 +321,19 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
             head_end = window_named.end()
             spend_spans.append((match.start(), head_end))
         clause = _reset_clause(norm, head_end, ctx, scope)
-        waiting = match.group("waiting") is not None
+        waiting = match.group("waiting") is not None or continuing
         if clause is None and match.group("bare") and not _alone_on_line(text, match.start()):
             continue
         if (
-            scope == "extra_usage"
-            and match.group("hit")
+            match.group("hit")
+            and (match.group("which") or "").split() == ["usage"]
             and "·" not in norm[head_end : (clause[0] if clause else head_end)]
         ):
             # "You've hit your usage limit." without Claude's "· resets" is Codex's wording.
             continue
+        if clause is None and "'" in (match.group("which") or ""):
+            continue  # an org's own limit without a reset: read as such below
+        read_starts.add(match.start())
         if clause is None:
             what = match.group(0)
             found.append(findings.not_stated(PROVIDER, match.start(), head_end, scope, what))
@@ -333,9 +353,15 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
             )
         )
     for match in _ORG_LIMIT.pattern.finditer(norm) if _ORG_LIMIT in opened else ():
+        if match.start() in read_starts:
+            continue
         scope = "monthly" if match.group("monthly") else "spend_cap"
         found.append(
             findings.no_reset(PROVIDER, match.start(), match.end(), scope, "an org limit is hit")
+        )
+    for match in _ZERO_CAP.pattern.finditer(norm) if _ZERO_CAP in opened else ():
+        found.append(
+            findings.no_reset(PROVIDER, match.start(), match.end(), "spend_cap", "a cap of $0")
         )
     for match in _CREDITS.pattern.finditer(norm) if _CREDITS in opened else ():
         found.append(

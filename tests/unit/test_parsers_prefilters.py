@@ -46,11 +46,13 @@ _PLAIN_STOP = re.compile(
     r"|(?P<weekly>(?:(?:Opus|Sonnet|Fable|Haiku)\s+)?[Ww]eekly\s+limit\s+reached)"
     r"|(?P<monthly>[Mm]onthly\s+limit\s+reached)"
     r"|(?P<hit>You(?:'ve)?\s+(?:hit|reached)\s+your\s+"
-    r"(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit\b"
+    r"(?P<which>(?:[\w.+'-]{1,24}\s+){0,3}?)limit\b"
     r"(?!\s+of\s+requests))"
     r"|(?P<extra>You're\s+out\s+of\s+extra\s+usage\b)"
+    r"|(?P<credits_out>You're\s+out\s+of\s+(?:usage\s+)?credits\b)"
     r"|(?P<legacy>Claude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
-    r"|(?P<waiting>Usage\s+limit\s+reached)(?=\s{0,3}·|[ \t]{0,3}\.?[ \t]*(?:\n|$))"
+    r"|(?P<continuing>Continuing)(?=\s+automatically\s+at\s)"
+    r"|(?P<waiting>Usage\s+limit\s+reached(?:\s+again)?)(?=\s{0,3}·|[ \t]{0,3}\.?[ \t]*(?:\n|$))"
     r"|(?P<bare>Limit\s+reached)(?=\s{0,3}·\s{0,3}resets|[ \t]{0,3}\.?[ \t]*(?:\n|$))"
 )
 _PLAIN_SCOPES = {
@@ -59,6 +61,7 @@ _PLAIN_SCOPES = {
     "weekly": "weekly",
     "monthly": "monthly",
     "extra": "extra_usage",
+    "credits_out": "credits",
 }
 
 
@@ -83,6 +86,9 @@ def test_literal_first_stop_pattern_reads_as_the_plain_one() -> None:
         "Monthly limit reached\nmonthly limit reached\nYou've hit your limit\n"
         "You've hit your Opus limit\nYou've hit your daily limit\n"
         "You're out of extra usage\nClaude usage limit reached\nLimit reached · resets 5pm\n"
+        "You're out of usage credits\nContinuing automatically at 4pm\n"
+        "Usage limit reached again · set to continue automatically at 4pm\n"
+        "You've hit your org's monthly usage limit\n"
         "Opus  nearly weekly limit reached\nSonnet\n  weekly limit reached\n"
     )
     texts = [heads] + [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
