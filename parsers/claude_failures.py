@@ -36,7 +36,9 @@ TRANSIENT = Gated(
     r"|Repeated 5\d\d|API Error \(Connection error|Connection error\.|fetch failed"
     r"|server-side issue|API error · Retrying|API Error: Rate limit reached"
     # "Server is temporarily limiting requests (not your usage limit) · Rate limited"
-    r"|temporarily limiting requests|Too many CONNECT attempts",
+    r"|temporarily limiting requests|Too many CONNECT attempts"
+    # "Opus is experiencing high load, please use /model to switch to Sonnet": any model.
+    r"|is\s+experiencing\s+high\s+load",
     (
         "overloaded_error",
         "Overloaded",
@@ -49,6 +51,7 @@ TRANSIENT = Gated(
         "server-side issue",
         "temporarily limiting requests",
         "Too many CONNECT attempts",
+        "experiencing",
     ),
 )
 #: The API's throttles in other words, with no wait: they lift on their own (rule 10). Apart
@@ -75,6 +78,8 @@ LOGIN = Gated(
         "authentication_error",
         "require",
         "Failed to authenticate",
+        # "API Error: 401 ...", the one alternative no needle above is in.
+        "API Error",
     ),
 )
 OTHER = Gated(
