@@ -63,6 +63,16 @@ _TRANSCRIPT_BOOKKEEPING = frozenset(
 #: Keys only Claude's transcript rows carry.
 _TRANSCRIPT_KEYS = frozenset(("parentUuid", "isSidechain", "sessionId", "leafUuid"))
 _CODEX_WINDOWS = {300: "five_hour", 10080: "weekly", 1440: "daily"}
+#: A window of 28 to 31 days ("window_minutes": 43200) is a month's, as rule 7 sizes it.
+_MONTH_MINUTES = range(28 * 1440, 31 * 1440 + 1)
+
+
+def _codex_window(minutes: float) -> str | None:
+    """The scope of a Codex rate-limit window, by its length in minutes."""
+    whole = int(minutes)
+    if whole in _MONTH_MINUTES:
+        return "monthly"
+    return _CODEX_WINDOWS.get(whole)
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,7 +297,7 @@ def _codex_payload(
         if used is None or used < 100 or resets_at is None:
             continue
         minutes = _number(window_info.get("window_minutes"))
-        scope = _CODEX_WINDOWS.get(int(minutes)) if minutes is not None else None
+        scope = _codex_window(minutes) if minutes is not None else None
         if best is None or resets_at > best[0]:
             best = (resets_at, scope)
     if best is None:
