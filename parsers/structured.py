@@ -93,6 +93,8 @@ class Structured:
     messages: list[Message]
     #: norm spans of the lines decoded as JSON, hidden from the text scan.
     spans: list[tuple[int, int]]
+    #: Where the last Claude API error row ended, if one was read.
+    error_row_end: int | None = None
 
 
 def may_hold_json(norm: str) -> bool:
@@ -160,7 +162,12 @@ def _event(
         if _api_error_row(event):
             # Claude prints its own limit banner as a synthetic assistant message; a
             # transcript keeps the API error as an assistant row flagged as one. Neither is
-            # the model answering: the session did not go on.
+            # the model answering: the session did not go on. But a later error row is the
+            # answer to a later request: the session went on after the row before it, whose
+            # banner that answer supersedes (rule 8: the server's newer word decides).
+            if out.error_row_end is not None:
+                out.findings.append(marker("went_on", "claude", out.error_row_end, start))
+            out.error_row_end = end
             for text in _content_texts(_nested(event, "message", "content")):
                 out.messages.append(Message(text, "claude", start, end))
             # The rejection the banner was printed from: the stream's rate_limit_event is
