@@ -166,10 +166,10 @@ def run_tty_case(case: Case, root: Path) -> Judged:
         env = claude_env(box, binary, mock.url, case.zone, interactive=True)
         tmux = Tmux(box, [str(binary)], env)
         try:
-            tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=60)
+            tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=90)
             truth = serve(mock, case)
             tmux.type_line("hi")
-            tmux.wait_for(waits_for(_TTY_BANNER), timeout=60)
+            tmux.wait_for(waits_for(_TTY_BANNER), timeout=90)
             time.sleep(1.5)  # the status lines under the prompt follow the transcript line
             screen = tmux.screen()
             observed_at = datetime.now(UTC)  # once, for the screen that is parsed
@@ -197,7 +197,8 @@ def headless(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged | Bas
 def interactive(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged | BaseException]:
     cli_binary(CLAUDE)
     root = tmp_path_factory.mktemp("claude-tty")
-    return run_parallel(lambda case: run_tty_case(case, root), TTY_CASES, key=lambda c: c.id)
+    return run_parallel(lambda case: run_tty_case(case, root), TTY_CASES, workers=2,
+                        key=lambda c: c.id)  # fmt: skip
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
