@@ -51,11 +51,11 @@ HOUR = 3600
 DAY = 86400
 
 
-def run_seed(name: str) -> int:
-    """The seed for one module's draws: REWAKE_REALCLI_SEED, else drawn from the clock."""
+def run_seed() -> int:
+    """The seed of a run's draws: REWAKE_REALCLI_SEED, else drawn from the clock. Each module
+    draws from `random.Random(f"<module>:{seed}")`, so one seed replays them all."""
     fixed = os.environ.get("REWAKE_REALCLI_SEED")
-    base = int(fixed) if fixed else int(time.time()) % 100_000
-    return base * 10 + sum(map(ord, name)) % 10
+    return int(fixed) if fixed else int(time.time()) % 100_000
 
 
 def slug(zone: str | None) -> str:
@@ -136,6 +136,7 @@ class Expect:
 
 @dataclass
 class Outcome:
+    cli: str
     case: str
     source: str
     outcome: str  # right, wrong, refused, kind_wrong, refusal_wrong
@@ -231,7 +232,8 @@ def assert_sources(case: str, verdicts: dict[str, Verdict], expect: Expect,
     failures = []
     for source, verdict in verdicts.items():
         outcome, why = judge(verdict, expect)
-        record(Outcome(case, source, outcome, verdict_json(verdict), why))
+        cli = expect.provider or case.split("-", 1)[0]
+        record(Outcome(cli, case, source, outcome, verdict_json(verdict), why))
         if outcome != "right":
             failures.append(f"{source}: {outcome}: {why}; verdict {verdict_json(verdict)}")
     if "text" in verdicts and "structured" in verdicts:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -233,8 +232,3 @@ def json_lines(text: str) -> list[dict[str, object]]:
                 events.append(event)
     return events
 
-
-def os_environ_seed() -> int | None:
-    """REWAKE_REALCLI_SEED replays a run's draws (the seed is printed in each test's id)."""
-    value = os.environ.get("REWAKE_REALCLI_SEED")
-    return int(value) if value else None

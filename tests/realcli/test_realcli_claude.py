@@ -39,7 +39,7 @@ from parsers import parse
 
 pytestmark = pytest.mark.realcli
 
-SEED = run_seed("claude")
+SEED = run_seed()
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ WEEKLY_CLAIMS = ("seven_day", "seven_day_opus", "seven_day_sonnet", "seven_day_o
 
 
 def draw_cases() -> list[Case]:
-    rng = random.Random(SEED)
+    rng = random.Random(f"claude:{SEED}")
     now = datetime.now(UTC)
     zone = lambda: rng.choice(ZONES)  # noqa: E731
     cases = [Case("five_hour", band_offset(rng, "five_hour"), zone()) for _ in range(6)]
@@ -104,7 +104,7 @@ def draw_cases() -> list[Case]:
 
 
 def draw_tty_cases() -> list[Case]:
-    rng = random.Random(SEED + 1)
+    rng = random.Random(f"claude-tty:{SEED}")
     return [
         Case("five_hour", band_offset(rng, "five_hour"), rng.choice(ZONES), mode="tty"),
         Case("seven_day", band_offset(rng, "hours"), rng.choice(ZONES), mode="tty"),

@@ -35,7 +35,7 @@ from parsers import parse
 
 pytestmark = pytest.mark.realcli
 
-SEED = run_seed("codex")
+SEED = run_seed()
 PLANS = ("plus", "pro", "free", "go", "team", "business", "enterprise", "edu", None)
 #: x-codex-rate-limit-reached-type values after which waiting does not help.
 NO_RESET_TYPES = (
@@ -68,7 +68,7 @@ class Case:
 
 
 def draw_cases() -> list[Case]:
-    rng = random.Random(SEED)
+    rng = random.Random(f"codex:{SEED}")
     now = datetime.now(UTC)
     zone = lambda: rng.choice(ZONES)  # noqa: E731
     cases = [Case(plan, band_offset(rng, "five_hour"), zone()) for plan in PLANS]

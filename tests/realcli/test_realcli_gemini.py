@@ -44,7 +44,7 @@ from parsers import parse
 
 pytestmark = pytest.mark.realcli
 
-SEED = run_seed("gemini")
+SEED = run_seed()
 
 #: Body variants: what the mock serves, and whether the truth is a reset or a refusal.
 LIMIT_ZERO = (
@@ -98,7 +98,7 @@ class Case:
 
 
 def draw_cases() -> list[Case]:
-    rng = random.Random(SEED)
+    rng = random.Random(f"gemini:{SEED}")
     zone = lambda: rng.choice(ZONES)  # noqa: E731
     # Past the throttle threshold (300 s) and within a daily quota's day.
     delay = lambda: float(rng.randint(6 * 60, 23 * 3600))  # noqa: E731
@@ -113,7 +113,7 @@ def draw_cases() -> list[Case]:
 
 
 def draw_tty_cases() -> list[Case]:
-    rng = random.Random(SEED + 1)
+    rng = random.Random(f"gemini-tty:{SEED}")
     zones = rng.sample([z for z in ZONES if z], 2)
     return [Case("retryinfo", float(rng.randint(6 * 60, 20 * 3600)), where, "tty")
             for where in zones] + [Case("limit-0", None, rng.choice(ZONES), "tty")]  # fmt: skip

@@ -4,7 +4,8 @@
 with a limit whose reset is a few seconds to minutes ahead, rewake waits, fires exactly one
 resume (`claude -p --resume`, `codex exec resume` in a git repository, `gemini --resume`),
 the provider answers, and the session ends finished. Gemini counts a wait under 300 s as a
-throttle, so its limit is 310 s ahead; the three runs go at once to keep the tier short.
+throttle, so its limit is 310 s ahead; the three runs start as soon as the tests are
+collected (tests/realcli/conftest.py) and go on while the matrix runs.
 
 The hook: an interactive Claude Code with rewake's hooks in its settings hits a limit; the
 StopFailure hook records it from the payload's last_assistant_message (the transcript then
@@ -17,7 +18,6 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -134,22 +134,16 @@ def start_run(name: str, pin: Pin, root: Path, argv: list[str]) -> Supervised:
     return Supervised(name, box, mock, process, truth)
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Supervised]]:
-    """All three supervised runs, started together."""
+def start_all(root: Path) -> dict[str, Supervised]:
+    """All three supervised runs, started together (conftest.py starts them as soon as the
+    session is collected, so their waits overlap the rest of the tier)."""
     for pin in (CLAUDE, CODEX, GEMINI):
         cli_binary(pin)
-    root = tmp_path_factory.mktemp("run")
-    started = {
+    return {
         "claude": start_run("rc-claude", CLAUDE, root, ["claude", "-p", "fix the tests"]),
         "codex": start_run("rc-codex", CODEX, root, ["codex", "exec", "fix the tests"]),
         "gemini": start_run("rc-gemini", GEMINI, root, ["gemini", "-p", "fix the tests"]),
     }
-    yield started
-    for run in started.values():
-        if run.process.poll() is None:
-            run.process.kill()
-            run.process.wait()
 
 
 def assert_one_resume_after_the_reset(run: Supervised, api: str) -> None:
