@@ -1,6 +1,7 @@
 """The real-CLI tier's supervised runs start right after collection, when any test that
 needs them was selected: they spend minutes waiting for resets, which then overlap the
-matrix instead of adding to it."""
+matrix instead of adding to it. Whatever was started is ended when the session finishes,
+however it finishes."""
 
 from __future__ import annotations
 
@@ -15,32 +16,41 @@ import pytest
 _started: dict[str, Any] = {}
 
 
-def pytest_collection_finish(session: pytest.Session) -> None:
-    if any("runs" in getattr(item, "fixturenames", ()) for item in session.items):
-        from test_realcli_run import start_all
+def _start() -> None:
+    from test_realcli_run import start_all
 
-        root = Path(tempfile.mkdtemp(prefix="rewake-realcli-run-"))
-        _started["root"] = root
-        try:
-            _started["runs"] = start_all(root)
-        except BaseException as failed:  # a skip or failure belongs to the tests that need it
-            _started["error"] = failed
+    _started["root"] = Path(tempfile.mkdtemp(prefix="rewake-realcli-run-"))
+    try:
+        _started["runs"] = start_all(_started["root"])
+    except BaseException as failed:  # a skip or failure belongs to the tests that need it
+        _started["error"] = failed
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly:
+        return
+    if any("runs" in getattr(item, "fixturenames", ()) for item in session.items):
+        _start()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for run in _started.get("runs", {}).values():
+        if run.process.poll() is None:
+            run.process.kill()
+        if run.process.stdout is not None and not run.process.stdout.closed:
+            run.process.communicate()  # reaps it and closes its pipe
+        run.process.wait()
+        run.mock.stop()
+    if "root" in _started:
+        shutil.rmtree(_started["root"], ignore_errors=True)
+    _started.clear()
 
 
 @pytest.fixture(scope="session")
 def runs() -> Iterator[dict[str, Any]]:
     """The supervised runs started after collection (see the module docstring)."""
+    if not _started:
+        _start()
     if "error" in _started:
         raise _started["error"]
-    if "runs" not in _started:
-        from test_realcli_run import start_all
-
-        _started["root"] = Path(tempfile.mkdtemp(prefix="rewake-realcli-run-"))
-        _started["runs"] = start_all(_started["root"])
     yield _started["runs"]
-    for run in _started["runs"].values():
-        if run.process.poll() is None:
-            run.process.kill()
-            run.process.wait()
-        run.mock.stop()
-    shutil.rmtree(_started["root"], ignore_errors=True)
