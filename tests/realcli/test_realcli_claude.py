@@ -165,10 +165,10 @@ def run_tty_case(case: Case, root: Path) -> Judged:
         env = claude_env(box, binary, mock.url, case.zone, interactive=True)
         tmux = Tmux(box, [str(binary)], env)
         try:
-            tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=90)
+            tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
             truth = serve(mock, case)
             tmux.type_line("hi")
-            tmux.wait_for(waits_for(_TTY_BANNER), timeout=90)
+            tmux.wait_for(waits_for(_TTY_BANNER), timeout=150)
             time.sleep(1.5)  # the status lines under the prompt follow the transcript line
             screen = tmux.screen()
             observed_at = datetime.now(UTC)  # once, for the screen that is parsed

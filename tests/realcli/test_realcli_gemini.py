@@ -191,10 +191,10 @@ def run_tty_case(case: Case, root: Path) -> Judged:
         env = gemini_env(box, binary, mock.url, case.zone, interactive=True)
         tmux = Tmux(box, [str(binary)], env)
         try:
-            tmux.wait_for(waits_for(r"Type your message|> "), timeout=90)
+            tmux.wait_for(waits_for(r"Type your message|> "), timeout=150)
             time.sleep(1.0)
             tmux.type_line("hi")
-            tmux.wait_for(waits_for(_TTY_BANNER), timeout=90)
+            tmux.wait_for(waits_for(_TTY_BANNER), timeout=150)
             time.sleep(1.0)
             screen = tmux.screen()
             observed_at = datetime.now(UTC)  # once, for the screen that is parsed

@@ -213,11 +213,11 @@ def test_hook_from_real_interactive_claude_records_the_limit(
         (box.home / ".claude" / "settings.json").write_text(json.dumps(hook_settings(box)))
         tmux = Tmux(box, [str(binary)], env)
         try:
-            tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=90)
+            tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
             reset = int(time.time() + offset_s)
             mock.script(mp.ANTHROPIC, mp.claude_limit(reset, claim))
             tmux.type_line("hi")
-            tmux.wait_for(waits_for(r"hit your [^\n]*limit|Stop and wait"), timeout=90)
+            tmux.wait_for(waits_for(r"hit your [^\n]*limit|Stop and wait"), timeout=150)
             deadline = time.monotonic() + 40
             while time.monotonic() < deadline and not sessions_of_or_empty(box):
                 time.sleep(0.5)
