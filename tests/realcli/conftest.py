@@ -1,6 +1,8 @@
-"""The real-CLI tier's supervised runs start right after collection, when any test that
+"""The real-CLI tier's supervised runs start with the tier's first test, when any test that
 needs them was selected: they spend minutes waiting for resets, which then overlap the
-matrix instead of adding to it. Whatever was started is ended when the session finishes,
+matrix instead of adding to it. Not earlier: the mock stamps each answer with time.time(),
+which other tiers' tests travel with time-machine; the tier's tests run together, and the
+last module waits for the runs. Whatever was started is ended when the session finishes,
 however it finishes."""
 
 from __future__ import annotations
@@ -26,10 +28,18 @@ def _start() -> None:
         _started["error"] = failed
 
 
+_wanted: list[bool] = []
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.option.collectonly:
         return
-    if any("runs" in getattr(item, "fixturenames", ()) for item in session.items):
+    _wanted[:] = [any("runs" in getattr(item, "fixturenames", ()) for item in session.items)]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Called for this folder's tests only: the first one starts the runs."""
+    if _wanted == [True] and not _started:
         _start()
 
 
@@ -44,11 +54,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if "root" in _started:
         shutil.rmtree(_started["root"], ignore_errors=True)
     _started.clear()
+    _wanted.clear()
 
 
 @pytest.fixture(scope="session")
 def runs() -> Iterator[dict[str, Any]]:
-    """The supervised runs started after collection (see the module docstring)."""
+    """The supervised runs, started with the tier's first test (see the module docstring)."""
     if not _started:
         _start()
     if "error" in _started:

@@ -51,11 +51,16 @@ HOUR = 3600
 DAY = 86400
 
 
+#: One seed per process, whichever module draws first.
+_CLOCK_SEED = int(time.time()) % 100_000
+
+
 def run_seed() -> int:
-    """The seed of a run's draws: REWAKE_REALCLI_SEED, else drawn from the clock. Each module
-    draws from `random.Random(f"<module>:{seed}")`, so one seed replays them all."""
+    """The seed of a run's draws: REWAKE_REALCLI_SEED, else drawn from the clock once per
+    process. Each module draws from `random.Random(f"<module>:{seed}")`, so one seed replays
+    them all."""
     fixed = os.environ.get("REWAKE_REALCLI_SEED")
-    return int(fixed) if fixed else int(time.time()) % 100_000
+    return int(fixed) if fixed else _CLOCK_SEED
 
 
 def slug(zone: str | None) -> str:
