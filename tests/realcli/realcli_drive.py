@@ -9,10 +9,13 @@ CLI ran under) is what the parser is given.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -210,8 +213,53 @@ class Tmux:
         raise AssertionError(f"timed out waiting on the screen; last screen:\n{screen}")
 
     def close(self) -> None:
+        """End the CLI and everything it started, then the tmux server. Gemini survives the
+        hang-up tmux sends and relaunches itself in a session of its own, so its processes
+        are found by parentage (before the server goes) and ended by id."""
+        panes = [int(p) for p in self._tmux("list-panes", "-a", "-F", "#{pane_pid}").split()]
+        doomed = descendants(panes)
         self._tmux("kill-server")
+        end_processes(doomed)
         shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+
+def descendants(roots: list[int]) -> list[int]:
+    """`roots` and every process below them, by parent id."""
+    table = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True,
+                           check=False, timeout=20).stdout  # fmt: skip
+    children: dict[int, list[int]] = {}
+    for line in table.splitlines():
+        pid, ppid = (int(field) for field in line.split())
+        children.setdefault(ppid, []).append(pid)
+    found, todo = [], list(roots)
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(children.get(pid, []))
+    return found
+
+
+def end_processes(pids: list[int], grace_s: float = 3.0) -> None:
+    """SIGTERM each, then SIGKILL what is still there after `grace_s`."""
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.1)
+        alive = [pid for pid in alive if _alive(pid)]
+    for pid in alive:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
 
 
 def waits_for(pattern: str) -> Callable[[str], bool]:
