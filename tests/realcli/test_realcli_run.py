@@ -218,8 +218,13 @@ def test_hook_from_real_interactive_claude_records_the_limit(
             mock.script(mp.ANTHROPIC, mp.claude_limit(reset, claim))
             tmux.type_line("hi")
             tmux.wait_for(waits_for(r"hit your [^\n]*limit|Stop and wait"), timeout=150)
-            deadline = time.monotonic() + 40
-            while time.monotonic() < deadline and not sessions_of_or_empty(box):
+            # The hook says what became of the offer last ("auto-resume armed" or "... not
+            # offered"); closing the CLI before then would end the hook with it.
+            hook_log = box.root / "state" / "hook.log"
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and "auto-resume" not in (
+                hook_log.read_text() if hook_log.exists() else ""
+            ):
                 time.sleep(0.5)
             screen = tmux.screen()
         finally:
