@@ -1,0 +1,67 @@
+"""The real-CLI tier's supervised runs start with the tier's first test, when any test that
+needs them was selected: they spend minutes waiting for resets, which then overlap the
+matrix instead of adding to it. Not earlier: the mock stamps each answer with time.time(),
+which other tiers' tests travel with time-machine; the tier's tests run together, and the
+last module waits for the runs. Whatever was started is ended when the session finishes,
+however it finishes."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_started: dict[str, Any] = {}
+
+
+def _start() -> None:
+    from test_realcli_run import start_all
+
+    _started["root"] = Path(tempfile.mkdtemp(prefix="rewake-realcli-run-"))
+    try:
+        _started["runs"] = start_all(_started["root"])
+    except BaseException as failed:  # a skip or failure belongs to the tests that need it
+        _started["error"] = failed
+
+
+_wanted: list[bool] = []
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if session.config.option.collectonly:
+        return
+    _wanted[:] = [any("runs" in getattr(item, "fixturenames", ()) for item in session.items)]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Called for this folder's tests only: the first one starts the runs."""
+    if _wanted == [True] and not _started:
+        _start()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for run in _started.get("runs", {}).values():
+        if run.process.poll() is None:
+            run.process.kill()
+        if run.process.stdout is not None and not run.process.stdout.closed:
+            run.process.communicate()  # reaps it and closes its pipe
+        run.process.wait()
+        run.mock.stop()
+    if "root" in _started:
+        shutil.rmtree(_started["root"], ignore_errors=True)
+    _started.clear()
+    _wanted.clear()
+
+
+@pytest.fixture(scope="session")
+def runs() -> Iterator[dict[str, Any]]:
+    """The supervised runs, started with the tier's first test (see the module docstring)."""
+    if not _started:
+        _start()
+    if "error" in _started:
+        raise _started["error"]
+    yield _started["runs"]

@@ -1,0 +1,252 @@
+"""`rewake run` and `rewake hook claude` with the real CLIs instead of the stand-ins.
+
+`rewake run --auto-resume` supervises each real CLI against the mock: the provider answers
+with a limit whose reset is a few seconds to minutes ahead, rewake waits, fires exactly one
+resume (`claude -p --resume`, `codex exec resume` in a git repository, `gemini --resume`),
+the provider answers, and the session ends finished. Gemini counts a wait under 300 s as a
+throttle, so its limit is 310 s ahead; the three runs start as soon as the tests are
+collected (tests/realcli/conftest.py) and go on while the matrix runs.
+
+The hook: an interactive Claude Code with rewake's hooks in its settings hits a limit; the
+StopFailure hook records it from the payload's last_assistant_message (the transcript then
+holds only setup rows), and arms a resume unless Claude continues by itself.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import mock_provider as mp
+import pytest
+from realcli_drive import (
+    Box,
+    Tmux,
+    claude_env,
+    cli_binary,
+    codex_env,
+    gemini_env,
+    waits_for,
+)
+from realcli_install import CLAUDE, CODEX, GEMINI, Pin
+
+pytestmark = pytest.mark.realcli
+
+REPO = Path(__file__).absolute().parents[2]
+#: How long a supervised run may take: the reset, the minute Codex's text costs, the CLIs.
+RUN_TIMEOUT_S = 540
+
+
+def rewake_env(box: Box, cli_env: dict[str, str]) -> dict[str, str]:
+    """The CLI's environment plus rewake's: its own database and state in the case folder,
+    no resume delay (the resume is due at the reset plus the printed resolution)."""
+    env = dict(cli_env)
+    env.update(
+        PYTHONPATH=str(REPO),
+        PYTHONUNBUFFERED="1",
+        REWAKE_DATABASE_URL=f"sqlite:///{box.root / 'rewake.db'}",
+        REWAKE_STATE_DIR=str(box.root / "state"),
+        REWAKE_RESUME_DELAY_S="0",
+    )
+    return env
+
+
+def session_of(box: Box, root_id: str) -> dict[str, Any]:
+    from app.runner.store import LocalStore
+    from app.settings import Settings
+
+    store = LocalStore(Settings(database_url=f"sqlite:///{box.root / 'rewake.db'}"),
+                       migrate=False)  # fmt: skip
+    try:
+        return store.get_session(root_id)
+    finally:
+        store.close()
+
+
+def sessions_of(box: Box) -> list[dict[str, Any]]:
+    from app.runner.store import LocalStore
+    from app.settings import Settings
+
+    store = LocalStore(Settings(database_url=f"sqlite:///{box.root / 'rewake.db'}"),
+                       migrate=False)  # fmt: skip
+    try:
+        return list(store.list_sessions()["sessions"])
+    finally:
+        store.close()
+
+
+@dataclass
+class Supervised:
+    """One `rewake run` under way against its own mock."""
+
+    name: str
+    box: Box
+    mock: mp.MockProvider
+    process: subprocess.Popen[str]
+    truth: datetime
+
+    def finish(self) -> tuple[int, str]:
+        try:
+            out, _ = self.process.communicate(timeout=RUN_TIMEOUT_S)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+            self.mock.stop()
+        return self.process.returncode, out
+
+
+def start_run(name: str, pin: Pin, root: Path, argv: list[str]) -> Supervised:
+    binary = cli_binary(pin)
+    box = Box.make(root / name)
+    mock = mp.MockProvider().start()
+    now = time.time()
+    if pin.cli == "claude":
+        reset = int(now + 30)
+        mock.script(mp.ANTHROPIC, mp.claude_limit(reset, "five_hour"), mp.answer("Resumed."))
+        env = claude_env(box, binary, mock.url, "Asia/Kolkata")
+        truth = datetime.fromtimestamp(reset, UTC)
+    elif pin.cli == "codex":
+        reset = int(now + 30)
+        mock.script(mp.OPENAI, mp.codex_limit(reset, now=now), mp.answer("Resumed."))
+        env = codex_env(box, binary, mock.url, "America/St_Johns")
+        # Codex refuses to run outside a git repository without --skip-git-repo-check.
+        subprocess.run(["git", "init", "-q", str(box.work)], check=True, timeout=30)
+        truth = datetime.fromtimestamp(reset, UTC)
+    else:
+        # A first turn with a tool call saves the session (a turn that fails on its first
+        # request leaves nothing to resume: "No previous sessions found for this project").
+        mock.script(mp.GEMINI, mp.tool_call(), mp.gemini_limit(retry_delay="310s"),
+                    mp.answer("Resumed."))  # fmt: skip
+        env = gemini_env(box, binary, mock.url, "Australia/Adelaide")
+        truth = datetime.fromtimestamp(now + 310, UTC)  # refined from the mock's answer
+    process = subprocess.Popen(
+        [sys.executable, "-m", "app.cli", "run", "--provider", pin.cli, "--name", name,
+         "--auto-resume", "--", *argv],
+        cwd=box.work, env=rewake_env(box, env), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    return Supervised(name, box, mock, process, truth)
+
+
+def start_all(root: Path) -> dict[str, Supervised]:
+    """All three supervised runs, started together (conftest.py starts them as soon as the
+    session is collected, so their waits overlap the rest of the tier)."""
+    for pin in (CLAUDE, CODEX, GEMINI):
+        cli_binary(pin)
+    return {
+        "claude": start_run("rc-claude", CLAUDE, root, ["claude", "-p", "fix the tests"]),
+        "codex": start_run("rc-codex", CODEX, root, ["codex", "exec", "fix the tests"]),
+        "gemini": start_run("rc-gemini", GEMINI, root, ["gemini", "-p", "fix the tests"]),
+    }
+
+
+def assert_one_resume_after_the_reset(run: Supervised, api: str) -> None:
+    code, out = run.finish()
+    seen = run.mock.requests(api)
+    kinds = [s.kind for s in seen]
+    assert "limit" in kinds, f"the mock served no limit: {kinds}\n{out}"
+    limit_at = max(s.answered_at for s in seen if s.kind == "limit")
+    truth = run.truth
+    if api == mp.GEMINI:  # the wait counts from the mock's answer
+        truth = datetime.fromtimestamp(limit_at, UTC) + timedelta(seconds=310)
+    after = [s for s in seen if s.answered_at > limit_at]
+    assert code == 0, out
+    assert after, f"nothing was resumed:\n{out}"
+    first_resume = datetime.fromtimestamp(after[0].answered_at, UTC)
+    assert first_resume >= truth, f"resumed at {first_resume}, before the reset {truth}\n{out}"
+    session = session_of(run.box, run.name)
+    attempts = [(a["attempt"], a["status"]) for r in session["runs"] for a in r["attempts"]]
+    assert attempts == [(1, "failed"), (2, "completed")], (attempts, out)
+    assert session["mark"]["state"] == "done", (session["mark"], out)
+    assert out.count("firing auto-resume") == 1, out
+
+
+def test_rewake_run_resumes_real_claude_once_after_the_reset(runs: dict[str, Supervised]) -> None:
+    """`rewake run --auto-resume -- claude -p`: limit, wait, one `-p --resume`, finished."""
+    assert_one_resume_after_the_reset(runs["claude"], mp.ANTHROPIC)
+
+
+def test_rewake_run_resumes_real_codex_once_after_the_reset(runs: dict[str, Supervised]) -> None:
+    """`rewake run --auto-resume -- codex exec` in a git repository: limit, wait until the
+    printed minute has passed, one `exec resume`, finished."""
+    assert_one_resume_after_the_reset(runs["codex"], mp.OPENAI)
+
+
+def test_rewake_run_resumes_real_gemini_once_after_the_reset(runs: dict[str, Supervised]) -> None:
+    """`rewake run --auto-resume -- gemini -p` after a tool turn: limit, a 310 s wait, one
+    `--resume`, finished."""
+    assert_one_resume_after_the_reset(runs["gemini"], mp.GEMINI)
+
+
+def hook_settings(box: Box) -> dict[str, Any]:
+    env = (f"PYTHONPATH={REPO} REWAKE_STATE_DIR={box.root / 'state'} "
+           f"REWAKE_DATABASE_URL=sqlite:///{box.root / 'rewake.db'}")  # fmt: skip
+    rewake = f"{env} {sys.executable} -m app.cli hook claude"
+    return {"hooks": {
+        "StopFailure": [{"matcher": "rate_limit", "hooks": [
+            {"type": "command", "command": f"{rewake} --auto-resume", "timeout": 30}]}],
+        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": rewake, "timeout": 30}]}],
+    }}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("claim", "offset_s", "zone"),
+    [("five_hour", 2 * 3600 + 59, "Europe/Berlin"), ("seven_day", 3 * 86400 + 40, "Asia/Kolkata")],
+    ids=["five_hour-2h-Berlin", "seven_day-3d-Kolkata"],
+)
+def test_hook_from_real_interactive_claude_records_the_limit(
+    claim: str, offset_s: int, zone: str, tmp_path: Path
+) -> None:
+    """Interactive Claude Code fires StopFailure on the limit; `rewake hook claude
+    --auto-resume` records a provider limit with the served reset, and arms a resume exactly
+    when Claude does not continue by itself (its screen says "Continuing automatically")."""
+    binary = cli_binary(CLAUDE)
+    box = Box.make(tmp_path)
+    with mp.running() as mock:
+        env = claude_env(box, binary, mock.url, zone, interactive=True)
+        (box.home / ".claude" / "settings.json").write_text(json.dumps(hook_settings(box)))
+        tmux = Tmux(box, [str(binary)], env)
+        try:
+            tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
+            reset = int(time.time() + offset_s)
+            mock.script(mp.ANTHROPIC, mp.claude_limit(reset, claim))
+            tmux.type_line("hi")
+            tmux.wait_for(waits_for(r"hit your [^\n]*limit|Stop and wait"), timeout=150)
+            # The hook says what became of the offer last ("auto-resume armed" or "... not
+            # offered"); closing the CLI before then would end the hook with it.
+            hook_log = box.root / "state" / "hook.log"
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and "auto-resume" not in (
+                hook_log.read_text() if hook_log.exists() else ""
+            ):
+                time.sleep(0.5)
+            screen = tmux.screen()
+        finally:
+            tmux.close()
+    sessions = sessions_of_or_empty(box)
+    assert len(sessions) == 1, f"the hook recorded {len(sessions)} sessions\n{screen}"
+    session = session_of(box, sessions[0]["root_id"])
+    failure = next(a for r in session["runs"] for a in r["attempts"])["failure"]
+    truth = datetime.fromtimestamp(reset, UTC)
+    assert failure["failure_kind"] == "provider_quota", (failure, screen)
+    verdict = failure["verdict"]
+    reset_at = datetime.fromisoformat(verdict["reset_at"].replace("Z", "+00:00"))
+    assert reset_at <= truth <= reset_at + timedelta(seconds=verdict["resolution_s"])
+    native = "Continuing automatically" in screen
+    assert verdict["native_auto_continue"] is native, (verdict, screen)
+    assert (session["mark"]["state"] == "armed") is (not native), (session["mark"], screen)
+
+
+def sessions_of_or_empty(box: Box) -> list[dict[str, Any]]:
+    if not (box.root / "rewake.db").exists():
+        return []
+    try:
+        return sessions_of(box)
+    except Exception:  # the hook may be creating the schema at this moment
+        return []
