@@ -62,73 +62,11 @@ def claim_due_marks(
 
 
 def mark_sending(
-    db: Session, mark_id: int, attempt_key: str, now: datetime, lease_s: float
-) -> MarkRow | None:
-    """claimed -> sending for the holder of `attempt_key`, with sent_at = now; commit this
-    before sending."""
-    mark = mark_repo.move_mark(
-        db,
-        mark_id,
-        from_states=("claimed",),
-        to_state="sending",
-        now=now,
-        attempt_key=attempt_key,
-        lease_until=now + timedelta(seconds=lease_s),
-        sent_at=now,
-    )
-    if mark is not None:
-        repo.append_mark_event(
-            db,
-            mark,
-            now,
-            "mark_sending",
-            actor=mark.claimed_by,
-            detail={"attempt_key": attempt_key},
-        )
-    return mark
-
-
-def record_outcome(
-    db: Session,
-    mark_id: int,
-    attempt_key: str,
-    state: str,
-    now: datetime,
-    *,
-    outcome: str | None = None,
-    detail: str | None = None,
-) -> MarkRow | None:
-    """sending -> done | failed | uncertain | superseded | logged, for the key's holder."""
-    if state not in OUTCOME_STATES:
-        raise ValueError(f"{state!r} is not an outcome state; expected one of {OUTCOME_STATES}")
-    mark = mark_repo.move_mark(
-        db,
-        mark_id,
-        from_states=("sending",),
-        to_state=state,
-        now=now,
-        attempt_key=attempt_key,
-        outcome=outcome or state,
-        outcome_detail=detail,
-        lease_until=None,
-    )
-    if mark is not None:
-        repo.append_mark_event(
-            db,
-            mark,
-            now,
-            f"mark_{state}",
-            actor=mark.claimed_by,
-            detail={"outcome": mark.outcome, "detail": detail},
-        )
-    return mark
-
-
-def mark_sending_many(
     db: Session, held: Sequence[tuple[int, str]], now: datetime, lease_s: float
 ) -> list[MarkRow]:
-    """`mark_sending` for several (mark_id, attempt_key) claims in one statement, each fenced
-    by its own key; the rows that moved. Commit this before sending any of them."""
+    """claimed -> sending, with sent_at = now, for (mark_id, attempt_key) claims in one
+    statement, each fenced by its own key; the rows that moved. Commit this before sending
+    any of them."""
     moved = mark_repo.move_held_marks(
         db,
         held,
@@ -162,9 +100,9 @@ class SendResult:
 
 
 def record_outcomes(db: Session, sends: Sequence[SendResult], now: datetime) -> list[MarkRow]:
-    """`record_outcome` for several sends: one statement per (state, outcome) pair, each mark
-    fenced by its own key, each keeping its own detail; the rows that moved (a mark settled
-    meanwhile, by a later attempt's report or the reaper, does not)."""
+    """sending -> done | failed | uncertain | superseded | logged: one statement per (state,
+    outcome) pair, each mark fenced by its own key, each keeping its own detail; the rows that
+    moved (a mark settled meanwhile, by a later attempt's report or the reaper, does not)."""
     groups: dict[tuple[str, str], list[SendResult]] = {}
     for send in sends:
         if send.state not in OUTCOME_STATES:

@@ -10,7 +10,6 @@ from fastapi import FastAPI
 
 from app.api import ops, routes
 from app.api.deps import Auth, Services
-from app.api.hot import HotWrites
 from app.api.metrics import Metrics
 from app.api.problems import BodyLimit, install_problem_handlers
 from app.db import Database
@@ -59,7 +58,6 @@ def create_app(
     app.include_router(ops.router)
     app.include_router(routes.router)
     install_web(app)  # the page at `/`, after the API's handlers it defers to
-    app.add_middleware(HotWrites)  # inside the body limit and the auth
     app.add_middleware(BodyLimit)
     app.add_middleware(Auth)  # outermost: nothing is read before the caller is known
     return app

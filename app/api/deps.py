@@ -129,12 +129,6 @@ Actor = Annotated[str, Depends(actor)]
 
 async def context(request: Request) -> Context:
     """The request's Context: who acts (set by `Auth`) and the clock, read once, here."""
-    return context_of(request)
-
-
-def context_of(request: Request) -> Context:
-    """`context` for a route that takes the request itself rather than dependencies: each
-    dependency FastAPI resolves costs the request several microseconds."""
     svc: Services = request.app.state.services
     return Context(
         now=svc.clock(),

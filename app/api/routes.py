@@ -9,11 +9,11 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import Ctx, Reader, Services, Svc, context_of
+from app.api.deps import Ctx, Reader, Svc
 from app.api.json_body import TolerantJSONRoute
 from app.api.schemas import (
     AttemptBody,
@@ -60,20 +60,8 @@ def get_tombstone(root_id: RootId, ctx: Ctx, db: Reader) -> JSONResponse:
     summary="Report a failed attempt (201 when new, 200 for the same report again)",
 )
 async def report_failure(
-    root_id: RootId, run_id: RunId, body: FailureBody, request: Request
+    root_id: RootId, run_id: RunId, body: FailureBody, ctx: Ctx, svc: Svc
 ) -> JSONResponse:
-    # Well-formed reports are answered by app.api.hot.HotWrites before they get here;
-    # this route answers the rest, and describes the route in the schema.
-    return await accept_failure(request, root_id, run_id, body)
-
-
-async def accept_failure(
-    request: Request, root_id: str, run_id: str, body: FailureBody
-) -> JSONResponse:
-    """Read, store and answer a failure report whose ids and body are valid. The services and
-    the context come from the request: the busiest route resolves no dependencies."""
-    svc: Services = request.app.state.services
-    ctx = context_of(request)
     _refuse_reserved(root_id)
     report = body.to_report(root_id, run_id)
     if len(report.message) > INLINE_PARSE_CHARS or report.events:
@@ -109,17 +97,9 @@ async def manual_resume(root_id: RootId, run_id: RunId, ctx: Ctx, svc: Svc) -> J
 
 
 @router.put("/{root_id}/auto-resume", summary="Turn auto-resume on or off")
-async def put_auto_resume(root_id: RootId, body: AutoResumeBody, request: Request) -> JSONResponse:
-    # Well-formed requests are answered by app.api.hot.HotWrites before they get here; this
-    # route answers the rest, and describes the route in the schema.
-    return await accept_auto_resume(request, root_id, body)
-
-
-async def accept_auto_resume(request: Request, root_id: str, body: AutoResumeBody) -> JSONResponse:
-    """Arm or disable auto-resume for a session whose id and body are valid; the services and
-    the context come from the request, as for `accept_failure`."""
-    svc: Services = request.app.state.services
-    ctx = context_of(request)
+async def put_auto_resume(
+    root_id: RootId, body: AutoResumeBody, ctx: Ctx, svc: Svc
+) -> JSONResponse:
     mark = await svc.database.write(
         lambda db: marks.set_auto_resume(
             db, root_id, enabled=body.enabled, despite_native=body.despite_native, ctx=ctx

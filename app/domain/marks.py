@@ -132,7 +132,7 @@ def set_auto_resume(
             "updated_at": ctx.now,
         },
     )
-    repo.update_now(db, session, {"updated_at": ctx.now})
+    session.updated_at = ctx.now
     repo.append_mark_event(
         db,
         mark,

@@ -12,7 +12,6 @@ from sqlalchemy import (
     cast,
     exists,
     func,
-    insert,
     literal,
     or_,
     select,
@@ -22,53 +21,25 @@ from sqlalchemy import (
 from sqlmodel import Session, col
 
 from app.models import LIVE_STATES, MarkRow
-from app.repository.prepared import Prepared, attached, one_of
 
 _RETURN = {"synchronize_session": False, "populate_existing": True}
 
 
-# The auto-resume route's statements are built once: building one costs more than running it
-# on SQLite, and a built one finds its compiled form in the cache at once.
-_IS_LIVE, _LIVE_CONSTANTS = one_of(col(MarkRow.state), "live", LIVE_STATES)
-_LIVE_MARK = Prepared.rows_of(
-    MarkRow, (col(MarkRow.root_id) == bindparam("root_id")) & _IS_LIVE, constants=_LIVE_CONSTANTS
-)
-_MARK_COLUMNS = _LIVE_MARK.names
 _LATEST_MARK = (
     select(MarkRow)
     .where(col(MarkRow.root_id) == bindparam("root_id"))
     .order_by(col(MarkRow.id).desc())
     .limit(1)
 )
-_INSERT_MARK = Prepared(
-    insert(MarkRow.__table__).returning(col(MarkRow.id)),  # type: ignore[attr-defined]
-    columns=[name for name in _MARK_COLUMNS if name != "id"],
-    results=[col(MarkRow.id)],
-)
 _REFRESH = {"populate_existing": True}
-
-
-def _attempt_resumed_before_stmt(rearmable: tuple[str, ...]) -> Prepared:
-    clear_rearmable, constants = one_of(col(MarkRow.clear_reason), "rearmable", rearmable)
-    stmt = select(
-        exists().where(
-            col(MarkRow.root_id) == bindparam("root_id"),
-            col(MarkRow.run_id) == bindparam("run_id"),
-            col(MarkRow.attempt) == bindparam("attempt"),
-            ~_IS_LIVE,
-            or_(col(MarkRow.clear_reason).is_(None), ~clear_rearmable),
-        )
-    )
-    return Prepared(stmt, constants=constants | _LIVE_CONSTANTS)
-
-
-_ATTEMPT_RESUMED_BEFORE: dict[tuple[str, ...], Prepared] = {}
 
 
 def live_mark(db: Session, root_id: str) -> MarkRow | None:
     """The session's armed, claimed or sending mark (there is at most one)."""
-    live: MarkRow | None = _LIVE_MARK.one(db, {"root_id": root_id})
-    return live
+    stmt = select(MarkRow).where(
+        col(MarkRow.root_id) == root_id, col(MarkRow.state).in_(LIVE_STATES)
+    )
+    return db.scalars(stmt, execution_options=_REFRESH).first()
 
 
 def latest_mark(db: Session, root_id: str) -> MarkRow | None:
@@ -86,11 +57,16 @@ def attempt_resumed_before(
     db: Session, root_id: str, run_id: str, attempt: int, rearmable: Sequence[str]
 ) -> bool:
     """Whether a mark of this attempt ended other than by a clear reason in `rearmable`."""
-    key = tuple(rearmable)
-    stmt = _ATTEMPT_RESUMED_BEFORE.get(key)
-    if stmt is None:
-        stmt = _ATTEMPT_RESUMED_BEFORE[key] = _attempt_resumed_before_stmt(key)
-    return bool(stmt.scalar(db, {"root_id": root_id, "run_id": run_id, "attempt": attempt}))
+    stmt = select(
+        exists().where(
+            col(MarkRow.root_id) == root_id,
+            col(MarkRow.run_id) == run_id,
+            col(MarkRow.attempt) == attempt,
+            col(MarkRow.state).not_in(LIVE_STATES),
+            or_(col(MarkRow.clear_reason).is_(None), col(MarkRow.clear_reason).not_in(rearmable)),
+        )
+    )
+    return bool(db.scalar(stmt))
 
 
 def marks_of_run_in(
@@ -108,15 +84,10 @@ def marks_of_run_in(
 
 def insert_mark(db: Session, values: Mapping[str, Any]) -> MarkRow:
     """Write a new mark now, so that its id is known (and the live index is checked); the
-    row, persistent in `db`. `values` are its columns by name (those not given are NULL).
-
-    The row is built as the ORM builds the rows it loads, not by the model's __init__, which
-    sets each of the 20 columns through SQLModel and SQLAlchemy: 5.5 % of the auto-resume
-    route's samples in a profile of `rewake serve` under load on SQLite."""
-    given = {name: values.get(name) for name in _MARK_COLUMNS if name != "id"}
-    found = _INSERT_MARK.first(db, given)
-    assert found is not None  # INSERT ... RETURNING returns the row it inserted
-    mark: MarkRow = attached(db, MarkRow, {"id": found[0], **given})
+    row, persistent in `db`. `values` are its columns by name (those not given are NULL)."""
+    mark = MarkRow(**values)
+    db.add(mark)
+    db.flush()
     return mark
 
 

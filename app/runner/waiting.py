@@ -130,7 +130,7 @@ def finish(fire: Fire, now: datetime, state: str, code: str, detail: str | None)
 
     database = fire.store.database
     outcome = Outcome(state, code, detail)  # type: ignore[arg-type]
-    step.finish(database, step.database_clock(database, now), fire.delivery, outcome)
+    step.finish(database, step.database_clock(database, now), [(fire.delivery, outcome)])
 
 
 def moved_on(root_id: str, mark: JSON, attempt: int | None) -> str | None:

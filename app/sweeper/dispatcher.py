@@ -216,7 +216,7 @@ class Dispatcher:
         now = self.clock()
         try:
             now = step.database_clock(self.database, now)
-            rows = step.finish_many(self.database, now, batch)
+            rows = step.finish(self.database, now, batch)
         except Exception as error:  # their leases run out and the reaper says uncertain
             log_event(logger, "outcome_not_recorded", logging.ERROR, error=repr(error))
             rows = [None] * len(batch)

@@ -21,7 +21,7 @@ from app.executors.base import Delivery, Executor, Lookup, Outcome
 from app.marks import (
     SendResult,
     claim_due_marks,
-    mark_sending_many,
+    mark_sending,
     reap_expired_leases,
     record_outcomes,
 )
@@ -255,7 +255,7 @@ def start(
             now,
         )
         held = [(mark_id, rows[mark_id].attempt_key or "") for mark_id in plan.start]
-        moved = {row.id: row for row in mark_sending_many(db, held, now, lease_s)}
+        moved = {row.id: row for row in mark_sending(db, held, now, lease_s)}
         for mark_id in plan.start:
             row = moved.get(mark_id)
             if row is None:  # pragma: no cover - the row is locked by this transaction
@@ -298,17 +298,11 @@ def release(database: Database, now: datetime, claims: Sequence[Claim]) -> int:
 
 
 def finish(
-    database: Database, now: datetime, delivery: Delivery, outcome: Outcome
-) -> MarkRow | None:
-    """sending -> the outcome's state, for the holder of the attempt key; None when the mark
-    was settled meanwhile (a later attempt's report, the reaper)."""
-    return finish_many(database, now, [(delivery, outcome)])[0]
-
-
-def finish_many(
     database: Database, now: datetime, results: Sequence[tuple[Delivery, Outcome]]
 ) -> list[MarkRow | None]:
-    """`finish` for several sends in one transaction; a row (or None) for each, in order."""
+    """sending -> each outcome's state, for the holder of the attempt key, in one
+    transaction; a row for each send, in order, or None where the mark was settled meanwhile
+    (a later attempt's report, the reaper)."""
     sends = [SendResult(d.mark_id, d.attempt_key, o.state, o.code, o.detail) for d, o in results]
     with database.writer() as db, db.begin():
         moved = {row.id: row for row in record_outcomes(db, sends, now)}

@@ -321,8 +321,8 @@ def build_machine(database: Database) -> type[RuleBasedStateMachine]:
                 return
             mark_id = self._live_id()
             with database.durable_writer() as db, db.begin():
-                sent = sweeper.mark_sending(db, mark_id, str(live.key), self.sweep_now, LEASE_S)
-            assert sent is not None
+                sent = sweeper.mark_sending(db, [(mark_id, str(live.key))], self.sweep_now, LEASE_S)
+            assert len(sent) == 1
             live.state = "sending"
             live.lease_until = self.sweep_now + timedelta(seconds=LEASE_S)
 
@@ -333,8 +333,9 @@ def build_machine(database: Database) -> type[RuleBasedStateMachine]:
                 return
             mark_id = self._live_id()
             with database.writer() as db, db.begin():
-                moved = sweeper.record_outcome(db, mark_id, str(live.key), state, self.sweep_now)
-            assert moved is not None
+                sends = [sweeper.SendResult(mark_id, str(live.key), state)]
+                moved = sweeper.record_outcomes(db, sends, self.sweep_now)
+            assert len(moved) == 1
             live.state, live.lease_until = state, None
 
         @rule(stale_key=st.booleans())
@@ -346,8 +347,9 @@ def build_machine(database: Database) -> type[RuleBasedStateMachine]:
             mark_id = self._live_id()
             key = "not-the-key" if stale_key or live.key is None else live.key + "x"
             with database.writer() as db, db.begin():
-                assert sweeper.mark_sending(db, mark_id, key, self.sweep_now, LEASE_S) is None
-                assert sweeper.record_outcome(db, mark_id, key, "done", self.sweep_now) is None
+                assert sweeper.mark_sending(db, [(mark_id, key)], self.sweep_now, LEASE_S) == []
+                stale = [sweeper.SendResult(mark_id, key, "done")]
+                assert sweeper.record_outcomes(db, stale, self.sweep_now) == []
 
         @rule()
         def reap(self) -> None:

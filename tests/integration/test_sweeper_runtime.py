@@ -102,7 +102,7 @@ def test_resume_into_live_limit_holds_the_account(database: Database) -> None:
     mine = [c for c in claims if c.mark_id == marks[first].id]
     step.release(database, due, [c for c in claims if c.mark_id != marks[first].id])
     started = step.start(database, due, mine, PacingRules(5, 0), lease_s=60)
-    step.finish(database, due, started.deliveries[0], Outcome("done", "done"))
+    step.finish(database, due, [(started.deliveries[0], Outcome("done", "done"))])
     new_reset = int((due + timedelta(hours=2)).timestamp())
     later = due + timedelta(minutes=3)
     with database.writer() as db, db.begin():

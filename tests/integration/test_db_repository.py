@@ -1,0 +1,70 @@
+"""The repository's write functions leave persistent rows behind: later changes to them are
+written, and the database's constraints still hold; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+import pytest
+from sqlalchemy.exc import IntegrityError
+
+from app.db import Database
+from app.models import MarkRow, RunRow, SessionRow
+from app.repository import marks as mark_repo
+from app.repository import sessions as repo
+
+NOW = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
+
+
+def _root() -> str:
+    return f"repo-{uuid.uuid4().hex[:12]}"
+
+
+def _session_and_run(database: Database, root_id: str) -> None:
+    with database.writer() as db, db.begin():
+        db.add(SessionRow(root_id=root_id, state="paused", created_at=NOW, updated_at=NOW))
+        db.flush()
+        db.add(RunRow(root_id=root_id, run_id="r1", status="paused", current_attempt=1,
+                      created_at=NOW, updated_at=NOW))  # fmt: skip
+        db.flush()
+        repo.mark_attempt_failed(db, root_id, "r1", 1, NOW)
+
+
+def test_a_session_created_by_ensure_session_takes_later_changes(database: Database) -> None:
+    """The session row `ensure_session` inserts is persistent: a later attribute change is
+    written, and a second call finds it (created False)."""
+    root_id = _root()
+    with database.writer() as db, db.begin():
+        created, was_new = repo.ensure_session(db, root_id, NOW)
+        assert was_new and created.current_run_id is None
+        created.cancelled_at, created.cancelled_by = NOW, "t"
+    with database.writer() as db, db.begin():
+        again, was_new = repo.ensure_session(db, root_id, NOW)
+        assert not was_new and again.cancelled_at == NOW and again.cancelled_by == "t"
+
+
+def test_an_inserted_mark_gets_its_id_and_the_live_index_still_refuses_a_second(
+    database: Database,
+) -> None:
+    """insert_mark returns the persistent mark with its id, the values given and NULL for the
+    rest, with nothing left to write; a later change to it is written; a second live mark for
+    the session is refused by the partial unique index, as IntegrityError."""
+    root_id = _root()
+    _session_and_run(database, root_id)
+    mark = {"root_id": root_id, "run_id": "r1", "attempt": 1, "state": "armed", "reset_at": NOW,
+            "resolution_s": 0, "due_at": NOW, "armed_by": "t", "armed_at": NOW,
+            "despite_native": False, "updated_at": NOW}  # fmt: skip
+
+    with database.writer() as db, db.begin():
+        first = mark_repo.insert_mark(db, mark)
+        assert first.id is not None and first in db and not db.dirty
+        held = (first.armed_by, first.due_at, first.claimed_by, first.sent_at)
+        assert held == ("t", NOW, None, None)
+        assert mark_repo.live_mark(db, root_id) is first
+        first.account_key = "later"
+    with database.reader() as db:
+        stored = db.get(MarkRow, first.id)
+        assert stored is not None and stored.account_key == "later" and stored.clear_reason is None
+    with pytest.raises(IntegrityError), database.writer() as db, db.begin():
+        mark_repo.insert_mark(db, mark)
