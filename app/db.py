@@ -24,7 +24,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Session
 
-from app.settings import normalize_database_url
+from rewake.settings import normalize_database_url
 
 #: How long a SQLite writer waits for the lock before giving up, in milliseconds.
 SQLITE_BUSY_TIMEOUT_MS = 30_000

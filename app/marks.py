@@ -16,10 +16,10 @@ from datetime import datetime, timedelta
 from sqlalchemy import case
 from sqlmodel import Session, col
 
-from app.domain.context import iso
-from app.models import MarkRow
-from app.repository import marks as mark_repo
-from app.repository import sessions as repo
+from rewake.domain.context import iso
+from rewake.models import MarkRow
+from rewake.repository import marks as mark_repo
+from rewake.repository import sessions as repo
 
 #: Where a mark may go from `sending`.
 OUTCOME_STATES = ("done", "failed", "uncertain", "superseded", "logged")

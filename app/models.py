@@ -20,7 +20,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
-from app.db import UTCDateTime
+from rewake.db import UTCDateTime
 
 #: Mark states in which a resume may still happen; at most one such mark per session.
 LIVE_STATES = ("armed", "claimed", "sending")

@@ -84,7 +84,7 @@ def server(database_url: str, cpus: str | None) -> Iterator[str]:
         "REWAKE_LOG_LEVEL": "WARNING",
     }
     # The API alone: no sweeper in the process, so that every armed mark stays armed.
-    command = [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--no-sweeper"]
+    command = [sys.executable, "-m", "rewake", "serve", "--port", str(port), "--no-sweeper"]
     process = subprocess.Popen(pinned(command, cpus), cwd=ROOT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:

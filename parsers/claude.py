@@ -26,9 +26,9 @@ from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from typing import Final
 
-from parsers import claude_failures, clock, findings
-from parsers.findings import Context, Finding
-from parsers.grammar import (
+from rewake.parsers import claude_failures, clock, findings
+from rewake.parsers.findings import Context, Finding
+from rewake.parsers.grammar import (
     DURATION,
     MONTH_NAME,
     TIME_12,
@@ -41,9 +41,9 @@ from parsers.grammar import (
     read_duration,
     squeeze,
 )
-from parsers.text import Text
-from parsers.timeres import Resolved, after_duration, at_epoch, window
-from parsers.verdict import Refusal
+from rewake.parsers.text import Text
+from rewake.parsers.timeres import Resolved, after_duration, at_epoch, window
+from rewake.parsers.verdict import Refusal
 
 PROVIDER: Final = "claude"
 

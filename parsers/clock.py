@@ -5,12 +5,12 @@ from __future__ import annotations
 from datetime import tzinfo
 from typing import Literal, NamedTuple
 
-from parsers import timeres
-from parsers.findings import Context
-from parsers.grammar import squeeze
-from parsers.timeres import Resolved
-from parsers.verdict import Form, Provider, Refusal
-from parsers.zones import ZoneError, host_zone_or_error, iana_zone, printed_zone
+from rewake.parsers import timeres
+from rewake.parsers.findings import Context
+from rewake.parsers.grammar import squeeze
+from rewake.parsers.timeres import Resolved
+from rewake.parsers.verdict import Form, Provider, Refusal
+from rewake.parsers.zones import ZoneError, host_zone_or_error, iana_zone, printed_zone
 
 
 # A NamedTuple: as immutable as a frozen dataclass, and cheaper to build on the hot path.

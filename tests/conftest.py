@@ -38,8 +38,8 @@ class Clock:
 
 
 def migrate(url: str) -> None:
-    from app import migrations
-    from app.db import Database
+    from rewake import migrations
+    from rewake.db import Database
 
     database = Database(url)
     migrations.upgrade(database.engine)
@@ -98,7 +98,7 @@ def db_url(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def database(db_url: str) -> Iterator[Any]:
     """A Database on each migrated URL, disposed after the test."""
-    from app.db import Database
+    from rewake.db import Database
 
     db = Database(db_url)
     yield db
@@ -145,9 +145,9 @@ class Api:
 @contextmanager
 def serve_api(database_url: str, **settings: Any) -> Iterator[Api]:
     """The API over `database_url`, with tokens unless told otherwise, on a settable clock."""
-    from app.api.app import create_app
-    from app.db import Database
-    from app.settings import Settings
+    from rewake.api.app import create_app
+    from rewake.db import Database
+    from rewake.settings import Settings
 
     settings.setdefault("api_tokens", TOKENS)
     settings.setdefault("display_zone", "Europe/Berlin")

@@ -13,9 +13,9 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import Ctx, Reader, Svc
-from app.api.json_body import TolerantJSONRoute
-from app.api.schemas import (
+from rewake.api.deps import Ctx, Reader, Svc
+from rewake.api.json_body import TolerantJSONRoute
+from rewake.api.schemas import (
     AttemptBody,
     AutoResumeBody,
     FailureBody,
@@ -23,14 +23,14 @@ from app.api.schemas import (
     RootId,
     RunId,
 )
-from app.domain import failures, marks, sessions
-from app.domain.errors import DomainError
-from app.domain.rules import FailureKind, clean_text
-from app.logs import log_event
-from app.repository.sessions import SessionFilter
+from rewake.domain import failures, marks, sessions
+from rewake.domain.errors import DomainError
+from rewake.domain.rules import FailureKind, clean_text
+from rewake.logs import log_event
+from rewake.repository.sessions import SessionFilter
 
 logger = logging.getLogger("rewake.api")
-# Failure reports nested too deep for Python's JSON decoder are still read (app.api.json_body).
+# Failure reports nested too deep for Python's JSON decoder are still read (rewake.api.json_body).
 router = APIRouter(prefix="/api/agent/runs", tags=["sessions"], route_class=TolerantJSONRoute)
 
 #: Longer CLI output is parsed on a worker thread, not on the event loop.

@@ -11,12 +11,12 @@ from typing import Any
 
 from sqlmodel import Session
 
-from app.domain.banners import banner_for
-from app.domain.context import JSON, Context, ParseFn, iso
-from app.domain.errors import DomainError
-from app.domain.marks import OPEN_STATES, clear_live_mark, facts_for, settle_marks
-from app.domain.report_fields import FieldWarning, events_warnings
-from app.domain.rules import (
+from rewake.domain.banners import banner_for
+from rewake.domain.context import JSON, Context, ParseFn, iso
+from rewake.domain.errors import DomainError
+from rewake.domain.marks import OPEN_STATES, clear_live_mark, facts_for, settle_marks
+from rewake.domain.report_fields import FieldWarning, events_warnings
+from rewake.domain.rules import (
     FailureKind,
     FailurePoint,
     auto_resume_refusal,
@@ -28,13 +28,13 @@ from app.domain.rules import (
     keep_last_part,
     session_state,
 )
-from app.domain.tombstones import refuse_if_deleted
-from app.logs import log_event
-from app.models import FailureRow, MarkRow, RunRow, SessionRow
-from app.repository import sessions as repo
-from app.sweeper import queries
-from app.sweeper.holds import hold_after_resume
-from parsers.verdict import Verdict
+from rewake.domain.tombstones import refuse_if_deleted
+from rewake.logs import log_event
+from rewake.models import FailureRow, MarkRow, RunRow, SessionRow
+from rewake.parsers.verdict import Verdict
+from rewake.repository import sessions as repo
+from rewake.sweeper import queries
+from rewake.sweeper.holds import hold_after_resume
 
 logger = logging.getLogger("rewake.failures")
 
@@ -56,7 +56,7 @@ class FailureReport:
     capture: str | None = None
     account_key: str | None = None
     halted: bool = False
-    #: What reading the optional fields changed or dropped (app.domain.report_fields).
+    #: What reading the optional fields changed or dropped (rewake.domain.report_fields).
     warnings: tuple[FieldWarning, ...] = ()
 
     def fingerprint(self, events: list[Any] | None) -> str:

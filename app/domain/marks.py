@@ -7,14 +7,14 @@ from datetime import timedelta
 
 from sqlmodel import Session
 
-from app.domain.context import JSON, Context, iso
-from app.domain.errors import DomainError
-from app.domain.rules import GateFacts, auto_resume_refusal, due_at_for
-from app.domain.tombstones import refuse_if_deleted
-from app.models import LIVE_STATES, FailureRow, MarkRow, RunRow, SessionRow
-from app.repository import marks as mark_repo
-from app.repository import sessions as repo
-from app.settings import SWEEPER_FRESH_S
+from rewake.domain.context import JSON, Context, iso
+from rewake.domain.errors import DomainError
+from rewake.domain.rules import GateFacts, auto_resume_refusal, due_at_for
+from rewake.domain.tombstones import refuse_if_deleted
+from rewake.models import LIVE_STATES, FailureRow, MarkRow, RunRow, SessionRow
+from rewake.repository import marks as mark_repo
+from rewake.repository import sessions as repo
+from rewake.settings import SWEEPER_FRESH_S
 
 #: States in which a mark may still change on its own: live, or uncertain.
 OPEN_STATES = (*LIVE_STATES, "uncertain")

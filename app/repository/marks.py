@@ -20,7 +20,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Session, col
 
-from app.models import LIVE_STATES, MarkRow
+from rewake.models import LIVE_STATES, MarkRow
 
 _RETURN = {"synchronize_session": False, "populate_existing": True}
 

@@ -12,7 +12,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col
 
-from app.models import (
+from rewake.models import (
     AttemptRow,
     FailureRow,
     MarkRow,

@@ -14,11 +14,11 @@ from datetime import timedelta
 
 from sqlmodel import Session
 
-from app.domain.context import Context, iso
-from app.domain.rules import due_at_for
-from app.models import FailureRow, MarkRow
-from app.repository import sessions as repo
-from app.sweeper import queries
+from rewake.domain.context import Context, iso
+from rewake.domain.rules import due_at_for
+from rewake.models import FailureRow, MarkRow
+from rewake.repository import sessions as repo
+from rewake.sweeper import queries
 
 #: A limit reported this soon after a resume counts as resuming into a live limit.
 LIVE_LIMIT_WINDOW = timedelta(minutes=10)

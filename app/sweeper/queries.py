@@ -1,4 +1,4 @@
-"""The sweeper's queries beyond the claim and the compare-and-sets of app.marks: earliest due,
+"""The sweeper's queries beyond the claim and the compare-and-sets of rewake.marks: earliest due,
 account loads and locks, lease renewal, expiry, the account hold, and the uncertain backlog."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col
 
-from app.models import AccountPacingRow, FailureRow, MarkRow, SessionRow
-from app.sweeper.pacing import AccountLoad
+from rewake.models import AccountPacingRow, FailureRow, MarkRow, SessionRow
+from rewake.sweeper.pacing import AccountLoad
 
 _RETURN = {"synchronize_session": False, "populate_existing": True}
 #: The first key of rewake's per-account advisory locks on PostgreSQL ("rwpa").

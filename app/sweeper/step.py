@@ -1,5 +1,5 @@
 """The sweep step as plain functions: each takes `now`, opens its own transaction, and returns
-what it did. The runtime (app.sweeper.runtime) only calls these.
+what it did. The runtime (rewake.sweeper.runtime) only calls these.
 
 `now` is read once at the edge, a timer turn or a sweep tick, through `database_clock`: on
 PostgreSQL that is the database's clock, so that all sweepers, on whatever machines, agree on
@@ -14,22 +14,22 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session
 
-from app.db import Database
-from app.domain.context import iso
-from app.domain.tombstones import purge_expired
-from app.executors.base import Delivery, Executor, Lookup, Outcome
-from app.marks import (
+from rewake.db import Database
+from rewake.domain.context import iso
+from rewake.domain.tombstones import purge_expired
+from rewake.executors.base import Delivery, Executor, Lookup, Outcome
+from rewake.marks import (
     SendResult,
     claim_due_marks,
     mark_sending,
     reap_expired_leases,
     record_outcomes,
 )
-from app.models import MarkRow
-from app.repository import marks as mark_repo
-from app.repository import sessions as repo
-from app.sweeper import queries
-from app.sweeper.pacing import PacingRules, accounts_of, plan_starts
+from rewake.models import MarkRow
+from rewake.repository import marks as mark_repo
+from rewake.repository import sessions as repo
+from rewake.sweeper import queries
+from rewake.sweeper.pacing import PacingRules, accounts_of, plan_starts
 
 #: How long a start may wait for a lock on PostgreSQL before backing off (below the server's
 #: deadlock_timeout of 1 s, so that in any lock cycle with an API request the sweeper yields).

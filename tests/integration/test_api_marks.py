@@ -19,7 +19,7 @@ from conftest import (
     runs_url,
 )
 
-from app import marks as sweeper
+from rewake import marks as sweeper
 
 
 def mark_url(root_id: str) -> str:

@@ -25,9 +25,9 @@ from conftest import (
     runs_url,
 )
 
-from app.api.app import create_app
-from app.db import Database
-from app.settings import Settings
+from rewake.api.app import create_app
+from rewake.db import Database
+from rewake.settings import Settings
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 import pytest
 from sqlalchemy.exc import IntegrityError
 
-from app.db import Database
-from app.models import MarkRow, RunRow, SessionRow
-from app.repository import marks as mark_repo
-from app.repository import sessions as repo
+from rewake.db import Database
+from rewake.models import MarkRow, RunRow, SessionRow
+from rewake.repository import marks as mark_repo
+from rewake.repository import sessions as repo
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
 

@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.dialects import sqlite
 
-from app import marks as sweeper
-from app.db import Database, UTCDateTime
-from app.models import MarkRow, SessionRow
-from app.repository import marks as mark_repo
+from rewake import marks as sweeper
+from rewake.db import Database, UTCDateTime
+from rewake.models import MarkRow, SessionRow
+from rewake.repository import marks as mark_repo
 
 EST = timezone(timedelta(hours=-5))
 

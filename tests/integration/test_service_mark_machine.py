@@ -18,14 +18,14 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from app import marks as sweeper
-from app.db import Database
-from app.domain import failures, marks, sessions
-from app.domain.context import Context
-from app.domain.errors import DomainError
-from app.repository import marks as mark_repo
-from app.repository import sessions as repo
-from parsers import parse
+from rewake import marks as sweeper
+from rewake.db import Database
+from rewake.domain import failures, marks, sessions
+from rewake.domain.context import Context
+from rewake.domain.errors import DomainError
+from rewake.parsers import parse
+from rewake.repository import marks as mark_repo
+from rewake.repository import sessions as repo
 
 LIVE = ("armed", "claimed", "sending")
 LEASE_S = 60

@@ -10,13 +10,13 @@ import pytest
 from hosts.example_host import ExampleHost
 from sweeper_support import arm, context, marks_by_root, seed_marks
 
-from app.db import Database
-from app.domain.sessions import cancel_session
-from app.executors.base import Outcome
-from app.executors.webhook import WebhookExecutor
-from app.marks import mark_sending
-from app.sweeper import step
-from app.sweeper.pacing import PacingRules
+from rewake.db import Database
+from rewake.domain.sessions import cancel_session
+from rewake.executors.base import Outcome
+from rewake.executors.webhook import WebhookExecutor
+from rewake.marks import mark_sending
+from rewake.sweeper import step
+from rewake.sweeper.pacing import PacingRules
 
 LEASE = 60.0
 NO_PACING = PacingRules(max_in_flight=100, stagger_s=0)
@@ -89,7 +89,7 @@ def test_cleared_or_deleted_after_claim_is_never_sent(database: Database, prefix
     with database.writer() as db, db.begin():
         cancel_session(db, roots[0], context(now))
     with database.writer() as db, db.begin():
-        from app.repository.sessions import delete_session_rows
+        from rewake.repository.sessions import delete_session_rows
 
         delete_session_rows(db, roots[1])
     started = step.start(database, now, claims, NO_PACING, lease_s=LEASE)
@@ -102,7 +102,7 @@ def test_held_after_claim_goes_back_to_armed(database: Database, prefix: str) ->
     now = datetime.now(UTC)
     roots = seed_marks(database, 1, prefix=prefix, due_at=lambda _n: now - timedelta(seconds=1))
     (claim,) = claim_mine(database, now, roots)
-    from app.sweeper import queries
+    from rewake.sweeper import queries
 
     with database.writer() as db, db.begin():
         assert queries.move_due_later(db, claim.mark_id, now + timedelta(hours=1), now)

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.settings import Settings
+from rewake.settings import Settings
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -8,9 +8,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from parsers.grammar import Gated, read_duration, wrappable
-from parsers.text import normalize
-from parsers.timeres import (
+from rewake.parsers.grammar import Gated, read_duration, wrappable
+from rewake.parsers.text import normalize
+from rewake.parsers.timeres import (
     Reset,
     at_epoch,
     epoch_instant,
@@ -19,8 +19,8 @@ from parsers.timeres import (
     same_day_time,
     to_24h,
 )
-from parsers.verdict import Refusal
-from parsers.zones import iana_zone, printed_zone
+from rewake.parsers.verdict import Refusal
+from rewake.parsers.zones import iana_zone, printed_zone
 
 NEW_YORK = ZoneInfo("America/New_York")
 

@@ -8,9 +8,9 @@ from datetime import date, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from parsers import claude, timeres
-from parsers.grammar import Gated, all_needles
-from parsers.text import _FOLD, fold, normalize
+from rewake.parsers import claude, timeres
+from rewake.parsers.grammar import Gated, all_needles
+from rewake.parsers.text import _FOLD, fold, normalize
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 
