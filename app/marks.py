@@ -17,12 +17,10 @@ from sqlalchemy import case
 from sqlmodel import Session, col
 
 from rewake.domain.context import iso
+from rewake.mark_states import OUTCOME_STATES, MarkState
 from rewake.models import MarkRow
 from rewake.repository import marks as mark_repo
 from rewake.repository import sessions as repo
-
-#: Where a mark may go from `sending`.
-OUTCOME_STATES = ("done", "failed", "uncertain", "superseded", "logged")
 
 
 def claim_due_marks(
@@ -70,8 +68,8 @@ def mark_sending(
     moved = mark_repo.move_held_marks(
         db,
         held,
-        from_state="claimed",
-        to_state="sending",
+        from_state=MarkState.CLAIMED,
+        to_state=MarkState.SENDING,
         now=now,
         lease_until=now + timedelta(seconds=lease_s),
         sent_at=now,
@@ -114,7 +112,7 @@ def record_outcomes(db: Session, sends: Sequence[SendResult], now: datetime) -> 
         rows = mark_repo.move_held_marks(
             db,
             [(send.mark_id, send.attempt_key) for send in group],
-            from_state="sending",
+            from_state=MarkState.SENDING,
             to_state=state,
             now=now,
             outcome=outcome,
@@ -147,8 +145,8 @@ def reap_expired_leases(db: Session, now: datetime) -> Reaped:
     rearmed = mark_repo.reap(
         db,
         now,
-        from_state="claimed",
-        to_state="armed",
+        from_state=MarkState.CLAIMED,
+        to_state=MarkState.ARMED,
         claimed_by=None,
         attempt_key=None,
         lease_until=None,
@@ -156,8 +154,8 @@ def reap_expired_leases(db: Session, now: datetime) -> Reaped:
     uncertain = mark_repo.reap(
         db,
         now,
-        from_state="sending",
-        to_state="uncertain",
+        from_state=MarkState.SENDING,
+        to_state=MarkState.UNCERTAIN,
         outcome="lease_expired",
         outcome_detail="the send did not report back within its lease",
     )

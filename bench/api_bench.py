@@ -156,6 +156,9 @@ def report(result: Run, connections: int, placement: Placement) -> list[tuple[st
     for route, burst in result.bursts.items():
         print(f"  {route:<22}{burst.requests:>9}{burst.rps:>9.0f}{burst.p50_ms:>9.1f}"
               f"{burst.p99_ms:>9.1f}{burst.errors:>8}")  # fmt: skip
+    for route, burst in result.bursts.items():
+        if burst.error_kinds:
+            print(f"  {route} errors by kind: {burst.error_kinds}")
     puts = result.bursts[AUTO_RESUME]
     print(f"  PUTs answered armed: {puts.armed} of {puts.requests}; "
           f"armed marks in /metrics: {result.marks_armed}")  # fmt: skip

@@ -15,7 +15,8 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo
@@ -54,6 +55,8 @@ class Burst:
     errors: int
     #: PUT auto-resume answers whose mark is armed (0 for the other routes).
     armed: int = 0
+    #: How many errors of each kind: an HTTP status, or the client's exception name.
+    error_kinds: dict[str, int] = field(default_factory=dict)
 
     @property
     def rps(self) -> float:
@@ -97,6 +100,7 @@ async def burst(url: str, route: str, roots: list[str], connections: int) -> Bur
     body = failure_body(datetime.now(UTC))
     latencies: list[float] = []
     errors = armed = 0
+    kinds: Counter[str] = Counter()
     todo = iter(roots)
     limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
 
@@ -115,13 +119,15 @@ async def burst(url: str, route: str, roots: list[str], connections: int) -> Bur
                 began = time.perf_counter()
                 try:
                     answer = await send(client, root)
-                except httpx.HTTPError:  # a timeout or a dropped connection is an error too
+                except httpx.HTTPError as error:  # a timeout or a dropped connection, too
                     errors += 1
+                    kinds[type(error).__name__] += 1
                     continue
                 finally:
                     latencies.append(time.perf_counter() - began)
                 if answer.status_code >= 400:
                     errors += 1
+                    kinds[str(answer.status_code)] += 1
                 elif route == AUTO_RESUME and answer.json().get("state") == "armed":
                     armed += 1
 
@@ -133,7 +139,9 @@ async def burst(url: str, route: str, roots: list[str], connections: int) -> Bur
     def quantile(q: float) -> float:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
-    return Burst(len(latencies), elapsed, quantile(0.5), quantile(0.99), errors, armed)
+    return Burst(
+        len(latencies), elapsed, quantile(0.5), quantile(0.99), errors, armed, dict(kinds)
+    )
 
 
 def run_burst(url: str, route: str, roots: list[str], connections: int, cpus: str | None,

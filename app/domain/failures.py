@@ -32,8 +32,8 @@ from rewake.domain.tombstones import refuse_if_deleted
 from rewake.logs import log_event
 from rewake.models import FailureRow, MarkRow, RunRow, SessionRow
 from rewake.parsers.verdict import Verdict
+from rewake.repository import marks as mark_repo
 from rewake.repository import sessions as repo
-from rewake.sweeper import queries
 from rewake.sweeper.holds import hold_after_resume
 
 logger = logging.getLogger("rewake.failures")
@@ -160,7 +160,7 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
 def _runs_and_marks(db: Session, report: FailureReport) -> tuple[dict[str, RunRow], list[MarkRow]]:
     """The session's runs by id, and every mark the report may settle or be held by."""
     runs = {run.run_id: run for run in repo.list_runs(db, report.root_id)}
-    marks = queries.marks_a_report_concerns(
+    marks = mark_repo.marks_a_report_concerns(
         db, report.root_id, report.run_id, report.attempt, OPEN_STATES
     )
     return runs, marks

@@ -11,6 +11,7 @@ from rewake.domain.context import JSON, Context, iso
 from rewake.domain.errors import DomainError
 from rewake.domain.rules import GateFacts, auto_resume_refusal, due_at_for
 from rewake.domain.tombstones import refuse_if_deleted
+from rewake.mark_states import MarkState
 from rewake.models import LIVE_STATES, FailureRow, MarkRow, RunRow, SessionRow
 from rewake.repository import marks as mark_repo
 from rewake.repository import sessions as repo
@@ -155,8 +156,8 @@ def clear_live_mark(
     cleared = mark_repo.move_mark(
         db,
         live.id,
-        from_states=("armed", "claimed"),
-        to_state="cleared",
+        from_states=(MarkState.ARMED, MarkState.CLAIMED),
+        to_state=MarkState.CLEARED,
         now=ctx.now,
         clear_reason=reason,
         lease_until=None,
@@ -210,7 +211,7 @@ def settle_marks(
         settled = mark_repo.move_mark(
             db,
             mark.id,
-            from_states=("sending", "uncertain"),
+            from_states=(MarkState.SENDING, MarkState.UNCERTAIN),
             to_state=state,
             now=ctx.now,
             outcome=outcome,
@@ -248,7 +249,7 @@ def resolve_mark(
     moved = mark_repo.move_mark(
         db,
         mark.id,
-        from_states=("uncertain",),
+        from_states=(MarkState.UNCERTAIN,),
         to_state=to_state,
         now=ctx.now,
         outcome=outcome,

@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy.exc import IntegrityError
 
 from rewake.db import Database
+from rewake.mark_states import IllegalTransition
 from rewake.models import MarkRow, RunRow, SessionRow
 from rewake.repository import marks as mark_repo
 from rewake.repository import sessions as repo
@@ -68,3 +69,26 @@ def test_an_inserted_mark_gets_its_id_and_the_live_index_still_refuses_a_second(
         assert stored is not None and stored.account_key == "later" and stored.clear_reason is None
     with pytest.raises(IntegrityError), database.writer() as db, db.begin():
         mark_repo.insert_mark(db, mark)
+
+
+def test_a_write_outside_the_lifecycle_is_refused_before_it_reaches_the_database(
+    database: Database,
+) -> None:
+    """Moving a mark along a change the lifecycle lacks (armed -> sending, done -> armed)
+    raises IllegalTransition, and the mark is left as it was."""
+    root_id = _root()
+    _session_and_run(database, root_id)
+    mark = {"root_id": root_id, "run_id": "r1", "attempt": 1, "state": "armed", "reset_at": NOW,
+            "resolution_s": 0, "due_at": NOW, "armed_by": "t", "armed_at": NOW,
+            "despite_native": False, "updated_at": NOW}  # fmt: skip
+    with database.writer() as db, db.begin():
+        mark_id = mark_repo.insert_mark(db, mark).id
+    assert mark_id is not None
+    illegal = pytest.raises(IllegalTransition, match="from armed to sending")
+    with illegal, database.writer() as db, db.begin():
+        mark_repo.move_mark(db, mark_id, from_states=["armed"], to_state="sending", now=NOW)
+    with pytest.raises(IllegalTransition, match="from done to armed"), database.writer() as db:
+        mark_repo.reap(db, NOW, from_state="done", to_state="armed")
+    with database.reader() as db:
+        stored = db.get(MarkRow, mark_id)
+    assert stored is not None and stored.state == "armed" and stored.updated_at == NOW

@@ -15,6 +15,7 @@ from rewake.domain.sessions import cancel_session
 from rewake.executors.base import Outcome
 from rewake.executors.webhook import WebhookExecutor
 from rewake.marks import mark_sending
+from rewake.repository import marks as mark_repo
 from rewake.sweeper import step
 from rewake.sweeper.pacing import PacingRules
 
@@ -102,10 +103,9 @@ def test_held_after_claim_goes_back_to_armed(database: Database, prefix: str) ->
     now = datetime.now(UTC)
     roots = seed_marks(database, 1, prefix=prefix, due_at=lambda _n: now - timedelta(seconds=1))
     (claim,) = claim_mine(database, now, roots)
-    from rewake.sweeper import queries
 
     with database.writer() as db, db.begin():
-        assert queries.move_due_later(db, claim.mark_id, now + timedelta(hours=1), now)
+        assert mark_repo.move_due_later(db, claim.mark_id, now + timedelta(hours=1), now)
     started = step.start(database, now, [claim], NO_PACING, lease_s=LEASE)
     assert started.deliveries == [] and started.released == [claim.mark_id]
     assert marks_by_root(database, roots)[roots[0]].state == "armed"
