@@ -20,6 +20,7 @@ from sqlalchemy import (
     tuple_,
     update,
 )
+from sqlalchemy.sql import ColumnElement
 from sqlmodel import Session, col
 
 from rewake.mark_states import MarkState, check_transition
@@ -257,17 +258,22 @@ def lock_marks(db: Session, mark_ids: Sequence[int]) -> dict[int, MarkRow]:
     return {row.id: row for row in rows if row.id is not None}
 
 
+def _held_claim(mark_id: int, attempt_key: str) -> tuple[ColumnElement[bool], ...]:
+    """The mark, while it is claimed by the holder of `attempt_key`."""
+    return (
+        col(MarkRow.id) == mark_id,
+        col(MarkRow.state) == MarkState.CLAIMED,
+        col(MarkRow.attempt_key) == attempt_key,
+    )
+
+
 def renew_claim(
     db: Session, mark_id: int, attempt_key: str, lease_until: datetime, now: datetime
 ) -> bool:
     """Extend the lease of a claim this sweeper still holds; False when it lost the claim."""
     stmt = (
         update(MarkRow)
-        .where(
-            col(MarkRow.id) == mark_id,
-            col(MarkRow.state) == MarkState.CLAIMED,
-            col(MarkRow.attempt_key) == attempt_key,
-        )
+        .where(*_held_claim(mark_id, attempt_key))
         .values(lease_until=lease_until, updated_at=now)
     )
     return bool(db.execute(stmt, execution_options={"synchronize_session": False}).rowcount)  # type: ignore[attr-defined]
@@ -400,11 +406,7 @@ def release_claim(db: Session, mark_id: int, attempt_key: str, now: datetime) ->
     armed = check_transition([MarkState.CLAIMED], MarkState.ARMED)
     stmt = (
         update(MarkRow)
-        .where(
-            col(MarkRow.id) == mark_id,
-            col(MarkRow.state) == MarkState.CLAIMED,
-            col(MarkRow.attempt_key) == attempt_key,
-        )
+        .where(*_held_claim(mark_id, attempt_key))
         .values(state=armed, claimed_by=None, attempt_key=None, lease_until=None, updated_at=now)
         .returning(MarkRow)
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from sqlalchemy.exc import IntegrityError
@@ -32,6 +33,13 @@ def _session_and_run(database: Database, root_id: str) -> None:
         repo.mark_attempt_failed(db, root_id, "r1", 1, NOW)
 
 
+def _armed_mark(root_id: str) -> dict[str, Any]:
+    """The columns of an armed mark for attempt 1 of the session's run r1."""
+    return {"root_id": root_id, "run_id": "r1", "attempt": 1, "state": "armed", "reset_at": NOW,
+            "resolution_s": 0, "due_at": NOW, "armed_by": "t", "armed_at": NOW,
+            "despite_native": False, "updated_at": NOW}  # fmt: skip
+
+
 def test_a_session_created_by_ensure_session_takes_later_changes(database: Database) -> None:
     """The session row `ensure_session` inserts is persistent: a later attribute change is
     written, and a second call finds it (created False)."""
@@ -53,9 +61,7 @@ def test_an_inserted_mark_gets_its_id_and_the_live_index_still_refuses_a_second(
     the session is refused by the partial unique index, as IntegrityError."""
     root_id = _root()
     _session_and_run(database, root_id)
-    mark = {"root_id": root_id, "run_id": "r1", "attempt": 1, "state": "armed", "reset_at": NOW,
-            "resolution_s": 0, "due_at": NOW, "armed_by": "t", "armed_at": NOW,
-            "despite_native": False, "updated_at": NOW}  # fmt: skip
+    mark = _armed_mark(root_id)
 
     with database.writer() as db, db.begin():
         first = mark_repo.insert_mark(db, mark)
@@ -78,9 +84,7 @@ def test_a_write_outside_the_lifecycle_is_refused_before_it_reaches_the_database
     raises IllegalTransition, and the mark is left as it was."""
     root_id = _root()
     _session_and_run(database, root_id)
-    mark = {"root_id": root_id, "run_id": "r1", "attempt": 1, "state": "armed", "reset_at": NOW,
-            "resolution_s": 0, "due_at": NOW, "armed_by": "t", "armed_at": NOW,
-            "despite_native": False, "updated_at": NOW}  # fmt: skip
+    mark = _armed_mark(root_id)
     with database.writer() as db, db.begin():
         mark_id = mark_repo.insert_mark(db, mark).id
     assert mark_id is not None
