@@ -37,6 +37,22 @@ class Clock:
         return self.now
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by what it needs: a PostgreSQL server (`postgres`), the installed
+    service in processes of its own (`e2e`, tests/e2e/), a browser (`browser`,
+    tests/browser/); `-m` then picks the inner loop (see README, "Tests")."""
+    for item in items:
+        parts = item.path.parts
+        if "e2e" in parts:
+            item.add_marker(pytest.mark.e2e)
+        if "browser" in parts:
+            item.add_marker(pytest.mark.browser)
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and "postgres" in callspec.params.values()
+        if on_postgres or "postgres_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+
+
 def migrate(url: str) -> None:
     from rewake import migrations
     from rewake.db import Database
