@@ -1,7 +1,7 @@
 """The `rewake` command.
 
 `rewake parse` must start fast, so this module imports nothing heavy at the top: the service's
-and the sweeper's commands register themselves from `app.service_cli` and `app.sweeper.cli`,
+and the sweeper's commands register themselves from `rewake.service_cli` and `rewake.sweeper.cli`,
 which import FastAPI and SQLAlchemy only inside the functions that run them.
 """
 
@@ -11,16 +11,19 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from rewake import __version__
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rewake",
         description="Resume AI coding CLI runs exactly once, when their usage limit resets.",
     )
+    parser.add_argument("--version", action="version", version=f"rewake {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    from app import parse_cli, service_cli
-    from app.runner import run_cli, views_cli
-    from app.sweeper import cli as sweeper_cli
+    from rewake import parse_cli, service_cli
+    from rewake.runner import run_cli, views_cli
+    from rewake.sweeper import cli as sweeper_cli
 
     parse_cli.register(commands)
     service_cli.register(commands)

@@ -16,13 +16,11 @@ from datetime import datetime, timedelta
 from sqlalchemy import case
 from sqlmodel import Session, col
 
-from app.domain.context import iso
-from app.models import MarkRow
-from app.repository import marks as mark_repo
-from app.repository import sessions as repo
-
-#: Where a mark may go from `sending`.
-OUTCOME_STATES = ("done", "failed", "uncertain", "superseded", "logged")
+from rewake.domain.context import iso
+from rewake.mark_states import OUTCOME_STATES, MarkState
+from rewake.models import MarkRow
+from rewake.repository import marks as mark_repo
+from rewake.repository import sessions as repo
 
 
 def claim_due_marks(
@@ -62,78 +60,16 @@ def claim_due_marks(
 
 
 def mark_sending(
-    db: Session, mark_id: int, attempt_key: str, now: datetime, lease_s: float
-) -> MarkRow | None:
-    """claimed -> sending for the holder of `attempt_key`, with sent_at = now; commit this
-    before sending."""
-    mark = mark_repo.move_mark(
-        db,
-        mark_id,
-        from_states=("claimed",),
-        to_state="sending",
-        now=now,
-        attempt_key=attempt_key,
-        lease_until=now + timedelta(seconds=lease_s),
-        sent_at=now,
-    )
-    if mark is not None:
-        repo.append_mark_event(
-            db,
-            mark,
-            now,
-            "mark_sending",
-            actor=mark.claimed_by,
-            detail={"attempt_key": attempt_key},
-        )
-    return mark
-
-
-def record_outcome(
-    db: Session,
-    mark_id: int,
-    attempt_key: str,
-    state: str,
-    now: datetime,
-    *,
-    outcome: str | None = None,
-    detail: str | None = None,
-) -> MarkRow | None:
-    """sending -> done | failed | uncertain | superseded | logged, for the key's holder."""
-    if state not in OUTCOME_STATES:
-        raise ValueError(f"{state!r} is not an outcome state; expected one of {OUTCOME_STATES}")
-    mark = mark_repo.move_mark(
-        db,
-        mark_id,
-        from_states=("sending",),
-        to_state=state,
-        now=now,
-        attempt_key=attempt_key,
-        outcome=outcome or state,
-        outcome_detail=detail,
-        lease_until=None,
-    )
-    if mark is not None:
-        repo.append_mark_event(
-            db,
-            mark,
-            now,
-            f"mark_{state}",
-            actor=mark.claimed_by,
-            detail={"outcome": mark.outcome, "detail": detail},
-        )
-    return mark
-
-
-def mark_sending_many(
     db: Session, held: Sequence[tuple[int, str]], now: datetime, lease_s: float
 ) -> list[MarkRow]:
-    """`mark_sending` for several (mark_id, attempt_key) claims in one statement, each fenced
-    by its own key; the rows that moved. Commit this before sending any of them."""
+    """claimed -> sending, with sent_at = now, for (mark_id, attempt_key) claims in one
+    statement, each fenced by its own key; the rows that moved. Commit this before sending
+    any of them."""
     moved = mark_repo.move_held_marks(
         db,
         held,
-        from_state="claimed",
-        to_state="sending",
+        from_state=MarkState.CLAIMED,
+        to_state=MarkState.SENDING,
         now=now,
         lease_until=now + timedelta(seconds=lease_s),
         sent_at=now,
@@ -162,9 +98,9 @@ class SendResult:
 
 
 def record_outcomes(db: Session, sends: Sequence[SendResult], now: datetime) -> list[MarkRow]:
-    """`record_outcome` for several sends: one statement per (state, outcome) pair, each mark
-    fenced by its own key, each keeping its own detail; the rows that moved (a mark settled
-    meanwhile, by a later attempt's report or the reaper, does not)."""
+    """sending -> done | failed | uncertain | superseded | logged: one statement per (state,
+    outcome) pair, each mark fenced by its own key, each keeping its own detail; the rows that
+    moved (a mark settled meanwhile, by a later attempt's report or the reaper, does not)."""
     groups: dict[tuple[str, str], list[SendResult]] = {}
     for send in sends:
         if send.state not in OUTCOME_STATES:
@@ -176,7 +112,7 @@ def record_outcomes(db: Session, sends: Sequence[SendResult], now: datetime) -> 
         rows = mark_repo.move_held_marks(
             db,
             [(send.mark_id, send.attempt_key) for send in group],
-            from_state="sending",
+            from_state=MarkState.SENDING,
             to_state=state,
             now=now,
             outcome=outcome,
@@ -209,8 +145,8 @@ def reap_expired_leases(db: Session, now: datetime) -> Reaped:
     rearmed = mark_repo.reap(
         db,
         now,
-        from_state="claimed",
-        to_state="armed",
+        from_state=MarkState.CLAIMED,
+        to_state=MarkState.ARMED,
         claimed_by=None,
         attempt_key=None,
         lease_until=None,
@@ -218,8 +154,8 @@ def reap_expired_leases(db: Session, now: datetime) -> Reaped:
     uncertain = mark_repo.reap(
         db,
         now,
-        from_state="sending",
-        to_state="uncertain",
+        from_state=MarkState.SENDING,
+        to_state=MarkState.UNCERTAIN,
         outcome="lease_expired",
         outcome_detail="the send did not report back within its lease",
     )

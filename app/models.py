@@ -20,11 +20,12 @@ from sqlalchemy import (
 )
 from sqlmodel import Field, SQLModel
 
-from app.db import UTCDateTime
+from rewake import mark_states
+from rewake.db import UTCDateTime
 
 #: Mark states in which a resume may still happen; at most one such mark per session.
-LIVE_STATES = ("armed", "claimed", "sending")
-_LIVE_SQL = text("state IN ('armed', 'claimed', 'sending')")
+LIVE_STATES = tuple(str(state) for state in mark_states.LIVE_STATES)
+_LIVE_SQL = text(f"state IN ({', '.join(repr(state) for state in LIVE_STATES)})")
 
 ID_LENGTH = 200
 

@@ -55,7 +55,7 @@ def _open(name: str) -> TextIO:
 
 
 def run(args: argparse.Namespace) -> int:
-    from parsers import parse
+    from rewake.parsers import parse
 
     now = datetime.now(UTC)
     try:
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _answer_line(line: str, now: datetime) -> dict[str, Any]:
-    from parsers import parse
+    from rewake.parsers import parse
 
     try:
         item = json.loads(line)

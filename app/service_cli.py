@@ -57,7 +57,7 @@ def register(subparsers: Any) -> None:
 def _settings() -> Any:
     from pydantic import ValidationError
 
-    from app.settings import Settings
+    from rewake.settings import Settings
 
     try:
         return Settings()
@@ -67,9 +67,9 @@ def _settings() -> Any:
 
 
 def run_migrate(_args: argparse.Namespace) -> int:
-    from app import migrations
-    from app.db import Database
-    from app.logs import configure_logging, log_event
+    from rewake import migrations
+    from rewake.db import Database
+    from rewake.logs import configure_logging, log_event
 
     settings = _settings()
     if settings is None:
@@ -90,11 +90,11 @@ def run_migrate(_args: argparse.Namespace) -> int:
 def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from app import migrations
-    from app.api.app import create_app
-    from app.db import Database
-    from app.logs import configure_logging, log_event
-    from app.settings import is_loopback
+    from rewake import migrations
+    from rewake.api.app import create_app
+    from rewake.db import Database
+    from rewake.logs import configure_logging, log_event
+    from rewake.settings import is_loopback
 
     settings = _settings()
     if settings is None:
@@ -152,11 +152,11 @@ def run_serve(args: argparse.Namespace) -> int:
 def _embedded_sweeper(settings: Any, database: Any, metrics: Any) -> Any:
     """The sweeper `serve` runs beside the API (not started); False when its executor cannot
     work (the reason is logged), None when this install has no sweeper."""
-    from app.logs import log_event
+    from rewake.logs import log_event
 
     try:
-        from app.executors.factory import ExecutorConfigError
-        from app.sweeper.build import build_sweeper
+        from rewake.executors.factory import ExecutorConfigError
+        from rewake.sweeper.build import build_sweeper
     except ImportError as error:
         log_event(logger, "sweeper_unavailable", logging.WARNING, reason=str(error))
         return None

@@ -1,9 +1,9 @@
-"""The load generators of bench/api_bench.py, and what they send.
+"""The load generator of bench/api_bench.py, and what it sends.
 
-`wrk` (C, a few microseconds a request) when it is installed, else an httpx client in a
-process of its own; either pinned to its own CPU (`taskset`), so that it never competes with
-the server for a core. Each reports a `Round`: requests, seconds, p50 and p99, errors, and how
-many requests each of its threads or workers built (the root_ids it used follow from those).
+An httpx client in a process of its own, pinned to its own CPU (`taskset`) when there are two
+or more, so that it never competes with the server for a core. It sends a fixed number of
+requests over a fixed number of connections and reports a `Burst`: how long it took, p50 and
+p99, the errors, and how many PUTs armed a mark.
 """
 
 from __future__ import annotations
@@ -15,8 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-import uuid
-from collections.abc import Iterator
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -41,25 +40,23 @@ def failure_body(now: datetime) -> dict[str, object]:
     }
 
 
-FAILURE_BODY = failure_body(datetime.now(UTC))
 ARM_BODY = {"enabled": True}
 HEALTHZ, FAILURES, AUTO_RESUME = "GET /healthz", "POST .../failures", "PUT .../auto-resume"
 
 
 @dataclass
-class Round:
-    """One route measured once: what the generator saw."""
+class Burst:
+    """One route sent a fixed number of requests: what the generator saw."""
 
     requests: int
     seconds: float
     p50_ms: float
     p99_ms: float
     errors: int
-    #: How many requests each generator thread (wrk) or worker (httpx) built, numbered from 1.
-    made: list[int] = field(default_factory=list)
-    #: The number of the first request that was sent: wrk builds one request per thread
-    #: before it starts and never sends it (wrk 4.1).
-    first_sent: int = 1
+    #: PUT auto-resume answers whose mark is armed (0 for the other routes).
+    armed: int = 0
+    #: How many errors of each kind: an HTTP status, or the client's exception name.
+    error_kinds: dict[str, int] = field(default_factory=dict)
 
     @property
     def rps(self) -> float:
@@ -93,181 +90,82 @@ def pinned(command: list[str], cpus: str | None) -> list[str]:
     return ["taskset", "-c", cpus, *command] if cpus is not None else command
 
 
-# -- what each route is sent ------------------------------------------------------------------
+# -- the burst, in a process of its own -------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Load:
-    """One route's requests: for failures, the prefix of the new root_ids (`<prefix>-<thread or
-    worker>-<n>`); for auto-resume, a file of root_ids to arm, one a line."""
-
-    route: str
-    prefix: str = ""
-    pool_file: str = ""
-
-
-# -- wrk --------------------------------------------------------------------------------------
-
-_WRK_COMMON = """
-local threads = {}
-function setup(thread)
-  table.insert(threads, thread)
-  thread:set("tid", #threads)
-end
-function done(summary, latency, requests)
-  local made = {}
-  for i, thread in ipairs(threads) do made[i] = tostring(thread:get("counter")) end
-  local e = summary.errors
-  io.write(string.format(
-    'BENCH {"requests": %d, "duration_us": %d, "p50_us": %d, "p99_us": %d, '
-    .. '"errors": %d, "made": [%s]}\\n',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
-    e.status + e.connect + e.read + e.write + e.timeout, table.concat(made, ", ")))
-end
-counter = 0
-"""
-
-_WRK_HEALTHZ = """
-request = function()
-  counter = counter + 1
-  return wrk.format("GET", "/healthz")
-end
-"""
-
-_WRK_FAILURES = """
-local headers = {["Content-Type"] = "application/json", ["Authorization"] = [==[%(auth)s]==]}
-local body = [==[%(body)s]==]
-local prefix = [==[%(prefix)s]==]
-request = function()
-  counter = counter + 1
-  local path = "/api/agent/runs/" .. prefix .. "-" .. tid .. "-" .. counter .. "/runs/r1/failures"
-  return wrk.format("POST", path, headers, body)
-end
-"""
-
-_WRK_AUTO_RESUME = """
-local headers = {["Content-Type"] = "application/json", ["Authorization"] = [==[%(auth)s]==]}
-local body = [==[%(body)s]==]
-local roots = nil
-request = function()
-  if roots == nil then  -- this thread's share: every nthreads-th line from its own offset
-    roots = {}
-    local line_no = 0
-    for line in io.lines([==[%(pool)s]==]) do
-      if line_no %% %(threads)d == tid - 1 then table.insert(roots, line) end
-      line_no = line_no + 1
-    end
-  end
-  counter = counter + 1
-  -- Past the end the roots come round again: a repeat arms nothing (reported as overrun).
-  local root = roots[((counter - 1) %% math.max(#roots, 1)) + 1] or "none"
-  return wrk.format("PUT", "/api/agent/runs/" .. root .. "/auto-resume", headers, body)
-end
-"""
-
-
-def wrk_script(load: Load, directory: str, threads: int) -> str:
-    values = {
-        "auth": AUTH["Authorization"],
-        "prefix": load.prefix,
-        "pool": load.pool_file,
-        "threads": threads,
-    }
-    if load.route == HEALTHZ:
-        body = _WRK_HEALTHZ
-    elif load.route == FAILURES:
-        body = _WRK_FAILURES % (values | {"body": json.dumps(FAILURE_BODY)})
-    else:
-        body = _WRK_AUTO_RESUME % (values | {"body": json.dumps(ARM_BODY)})
-    path = Path(directory) / f"load-{uuid.uuid4().hex[:6]}.lua"
-    path.write_text(_WRK_COMMON + body)
-    return str(path)
-
-
-def run_wrk(url: str, load: Load, seconds: float, connections: int, cpus: str | None,
-            directory: str) -> Round:  # fmt: skip
-    threads = 1  # one core for the generator: one event loop is enough for it
-    script = wrk_script(load, directory, threads)
-    command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{max(1, round(seconds))}s",
-               "-s", script, url + "/"]  # fmt: skip
-    out = subprocess.run(pinned(command, cpus), capture_output=True, text=True, check=True)
-    line = next(line for line in out.stdout.splitlines() if line.startswith("BENCH "))
-    data = json.loads(line.removeprefix("BENCH "))
-    return Round(
-        requests=data["requests"],
-        seconds=data["duration_us"] / 1e6,
-        p50_ms=data["p50_us"] / 1000,
-        p99_ms=data["p99_us"] / 1000,
-        errors=data["errors"],
-        made=[int(n) for n in data["made"]],
-        first_sent=2,
-    )
-
-
-# -- httpx, in a process of its own ----------------------------------------------------------
-
-
-async def httpx_load(url: str, load: Load, seconds: float, workers: int) -> Round:
+async def burst(url: str, route: str, roots: list[str], connections: int) -> Burst:
+    """One request per root in `roots` (for /healthz, one per entry), `connections` at a time."""
     import httpx
 
+    body = failure_body(datetime.now(UTC))
     latencies: list[float] = []
-    errors = 0
-    made = [0] * workers
-    pool: Iterator[str] = iter(())
-    if load.route == AUTO_RESUME:
-        pool = iter(Path(load.pool_file).read_text().split())
-    limits = httpx.Limits(max_connections=workers, max_keepalive_connections=workers)
+    errors = armed = 0
+    kinds: Counter[str] = Counter()
+    todo = iter(roots)
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
 
-    async def send(client: httpx.AsyncClient, worker: int) -> httpx.Response:
-        made[worker] += 1
-        if load.route == HEALTHZ:
+    async def send(client: httpx.AsyncClient, root: str) -> httpx.Response:
+        if route == HEALTHZ:
             return await client.get("/healthz")
-        if load.route == FAILURES:
-            root = f"{load.prefix}-{worker + 1}-{made[worker]}"
-            return await client.post(f"/api/agent/runs/{root}/runs/r1/failures", json=FAILURE_BODY)
-        root = next(pool, "none")  # past the end: reported as overrun
+        if route == FAILURES:
+            return await client.post(f"/api/agent/runs/{root}/runs/r1/failures", json=body)
         return await client.put(f"/api/agent/runs/{root}/auto-resume", json=ARM_BODY)
 
-    async with httpx.AsyncClient(base_url=url, limits=limits, headers=AUTH) as client:
-        stop = time.perf_counter() + seconds
+    async with httpx.AsyncClient(base_url=url, limits=limits, headers=AUTH, timeout=60) as client:
 
-        async def worker(number: int) -> None:
-            nonlocal errors
-            while time.perf_counter() < stop:
+        async def connection() -> None:
+            nonlocal errors, armed
+            for root in todo:  # one shared iterator: each root is sent once
                 began = time.perf_counter()
-                answer = await send(client, number)
-                latencies.append(time.perf_counter() - began)
-                errors += answer.status_code >= 400
+                try:
+                    answer = await send(client, root)
+                except httpx.HTTPError as error:  # a timeout or a dropped connection, too
+                    errors += 1
+                    kinds[type(error).__name__] += 1
+                    continue
+                finally:
+                    latencies.append(time.perf_counter() - began)
+                if answer.status_code >= 400:
+                    errors += 1
+                    kinds[str(answer.status_code)] += 1
+                elif route == AUTO_RESUME and answer.json().get("state") == "armed":
+                    armed += 1
 
         began = time.perf_counter()
-        await asyncio.gather(*(worker(n) for n in range(workers)))
+        await asyncio.gather(*(connection() for _ in range(connections)))
         elapsed = time.perf_counter() - began
     ordered = sorted(latencies) or [0.0]
 
     def quantile(q: float) -> float:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
-    return Round(len(latencies), elapsed, quantile(0.5), quantile(0.99), errors, made)
+    return Burst(
+        len(latencies), elapsed, quantile(0.5), quantile(0.99), errors, armed, dict(kinds)
+    )
 
 
-def run_httpx(url: str, load: Load, seconds: float, connections: int, cpus: str | None,
-              _directory: str) -> Round:  # fmt: skip
-    spec = json.dumps({"url": url, "load": load.__dict__, "seconds": seconds,
-                       "workers": connections})  # fmt: skip
+def run_burst(url: str, route: str, roots: list[str], connections: int, cpus: str | None,
+              directory: str) -> Burst:  # fmt: skip
+    """`burst` in a process of its own (on `cpus`); the roots go through a file."""
+    roots_file = Path(directory) / "roots.txt"
+    roots_file.write_text("\n".join(roots))
+    spec = json.dumps({"url": url, "route": route, "roots_file": str(roots_file),
+                       "connections": connections})  # fmt: skip
     command = [sys.executable, __file__, spec]
-    out = subprocess.run(pinned(command, cpus), capture_output=True, text=True, check=True)
-    return Round(**json.loads(out.stdout))
+    out = subprocess.run(pinned(command, cpus), capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(f"the load generator failed:\n{out.stderr}")
+    return Burst(**json.loads(out.stdout))
 
 
 def client_main(spec_json: str) -> int:
-    """The httpx generator's own process: run one load, print its Round as JSON."""
+    """The generator's own process: send one burst, print its Burst as JSON."""
     spec = json.loads(spec_json)
-    result = asyncio.run(
-        httpx_load(spec["url"], Load(**spec["load"]), spec["seconds"], spec["workers"])
-    )
+    roots = Path(spec["roots_file"]).read_text().split("\n")
+    result = asyncio.run(burst(spec["url"], spec["route"], roots, spec["connections"]))
     print(json.dumps(result.__dict__))
     return 0
 
 
-if __name__ == "__main__":  # the httpx generator's own process
+if __name__ == "__main__":  # the generator's own process
     sys.exit(client_main(sys.argv[1]))

@@ -11,7 +11,7 @@ Measures, each against a baseline taken in the same run:
   dates read in the case's zone; for that count it is given the case's observed_at as its
   relative base, or it could not place a bare "5pm" at all);
 - time per KiB of a 1 KiB, 64 KiB and 1 MiB scrollback of corpus messages and noise;
-- cold start of `python -m app.cli parse` against `python -c pass`.
+- cold start of `python -m rewake parse` against `python -c pass`.
 
 The machine is shared, so a ratio of two figures measured a second apart can be off by half.
 Both sides of a ratio are therefore measured in alternating rounds, and each keeps its fastest
@@ -39,10 +39,9 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from rewake import parsers
 
-import parsers  # noqa: E402 - needs the repository on the path first
+ROOT = Path(__file__).resolve().parent.parent
 
 REAL_CORPUS = ROOT / "tests" / "corpus" / "real"
 SHARED_MESSAGES = Path("/work/shared/corpus/messages.jsonl")
@@ -329,7 +328,7 @@ def main() -> int:
 
     small_input = "You've hit your session limit · resets 5pm (Europe/Berlin)\n"
     rewake_argv = [
-        sys.executable, "-m", "app.cli", "parse",
+        sys.executable, "-m", "rewake", "parse",
         "--observed-at", "2026-07-25T14:05:00+00:00", "--zone", "Europe/Berlin",
     ]  # fmt: skip
     python_cold = measured(

@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from parsers import parse
+from rewake.parsers import parse
 
 TEXTS = (
     "stdout.txt",

@@ -39,13 +39,13 @@ from sweeper_support import (  # noqa: E402
     wait_until,
 )
 
-from app import migrations  # noqa: E402
-from app.db import Database  # noqa: E402
-from app.executors.log import LogExecutor  # noqa: E402
-from app.models import LIVE_STATES  # noqa: E402
-from app.sweeper.config import SweeperConfig  # noqa: E402
-from app.sweeper.metrics import SweeperMetrics  # noqa: E402
-from app.sweeper.runtime import Sweeper  # noqa: E402
+from rewake import migrations  # noqa: E402
+from rewake.db import Database  # noqa: E402
+from rewake.executors.log import LogExecutor  # noqa: E402
+from rewake.models import LIVE_STATES  # noqa: E402
+from rewake.sweeper.config import SweeperConfig  # noqa: E402
+from rewake.sweeper.metrics import SweeperMetrics  # noqa: E402
+from rewake.sweeper.runtime import Sweeper  # noqa: E402
 
 SECRET = "bench-secret-0123456789"
 GOAL_EMPTY_RATIO = 3.0

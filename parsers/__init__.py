@@ -21,13 +21,13 @@ from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Literal
 
-from parsers import claude, codex, gemini, structured
-from parsers.decide import decide
-from parsers.findings import Context, Finding, failure
-from parsers.grammar import Gated, GateIndex
-from parsers.quoting import is_quoted
-from parsers.text import Text, normalize
-from parsers.verdict import (
+from rewake.parsers import claude, codex, gemini, structured
+from rewake.parsers.decide import decide
+from rewake.parsers.findings import Context, Finding, failure
+from rewake.parsers.grammar import Gated, GateIndex
+from rewake.parsers.quoting import is_quoted
+from rewake.parsers.text import Text, normalize
+from rewake.parsers.verdict import (
     PROVIDERS,
     REFUSAL_CODES,
     Evidence,

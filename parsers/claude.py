@@ -26,9 +26,9 @@ from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from typing import Final
 
-from parsers import claude_failures, clock, findings
-from parsers.findings import Context, Finding
-from parsers.grammar import (
+from rewake.parsers import claude_failures, clock, findings
+from rewake.parsers.findings import Context, Finding
+from rewake.parsers.grammar import (
     DURATION,
     Gated,
     GateIndex,
@@ -36,9 +36,9 @@ from parsers.grammar import (
     module_gates,
     read_duration,
 )
-from parsers.text import Text
-from parsers.timeres import Resolved, after_duration, at_epoch, window
-from parsers.verdict import Refusal
+from rewake.parsers.text import Text
+from rewake.parsers.timeres import Resolved, after_duration, at_epoch, window
+from rewake.parsers.verdict import Refusal
 
 PROVIDER: Final = "claude"
 

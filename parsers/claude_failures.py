@@ -15,11 +15,11 @@ import re
 from bisect import bisect_right
 from typing import Final
 
-from parsers import findings
-from parsers.findings import Context, Finding
-from parsers.grammar import Gated, module_gates
-from parsers.text import Text
-from parsers.timeres import after_duration, window
+from rewake.parsers import findings
+from rewake.parsers.findings import Context, Finding
+from rewake.parsers.grammar import Gated, module_gates
+from rewake.parsers.text import Text
+from rewake.parsers.timeres import after_duration, window
 
 PROVIDER: Final = "claude"
 

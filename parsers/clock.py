@@ -6,9 +6,9 @@ import re
 from datetime import UTC, tzinfo
 from typing import Literal, NamedTuple
 
-from parsers import timeres
-from parsers.findings import Context
-from parsers.grammar import (
+from rewake.parsers import timeres
+from rewake.parsers.findings import Context
+from rewake.parsers.grammar import (
     MONTH_NAME,
     TIME_12,
     TIME_24,
@@ -18,9 +18,9 @@ from parsers.grammar import (
     squeeze,
     weekday_number,
 )
-from parsers.timeres import Resolved
-from parsers.verdict import Form, Provider, Refusal
-from parsers.zones import (
+from rewake.parsers.timeres import Resolved
+from rewake.parsers.verdict import Form, Provider, Refusal
+from rewake.parsers.zones import (
     ZoneError,
     abbreviation_in_host_zone,
     host_zone_or_error,

@@ -23,9 +23,9 @@ import re
 from collections.abc import Set as AbstractSet
 from typing import Final
 
-from parsers import clock, findings
-from parsers.findings import Context, Finding
-from parsers.grammar import (
+from rewake.parsers import clock, findings
+from rewake.parsers.findings import Context, Finding
+from rewake.parsers.grammar import (
     DURATION,
     MONTH_NAME,
     Gated,
@@ -35,10 +35,10 @@ from parsers.grammar import (
     read_duration,
     wrappable,
 )
-from parsers.localized import LOCALIZED_DATES, resolve_localized
-from parsers.text import Text
-from parsers.timeres import THROTTLE_S, Reset, Resolved, after_duration, at_epoch, window
-from parsers.verdict import Kind, Refusal
+from rewake.parsers.localized import LOCALIZED_DATES, resolve_localized
+from rewake.parsers.text import Text
+from rewake.parsers.timeres import THROTTLE_S, Reset, Resolved, after_duration, at_epoch, window
+from rewake.parsers.verdict import Kind, Refusal
 
 PROVIDER: Final = "codex"
 

@@ -11,9 +11,9 @@ from bisect import bisect_right
 from datetime import datetime
 from typing import NamedTuple
 
-from parsers.findings import Finding
-from parsers.timeres import Reset, Stale
-from parsers.verdict import Refusal
+from rewake.parsers.findings import Finding
+from rewake.parsers.timeres import Reset, Stale
+from rewake.parsers.verdict import Refusal
 
 #: Two live banners of one scope may differ by their resolution plus this before they conflict.
 CONFLICT_SLACK_S = 15 * 60

@@ -7,10 +7,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal, NamedTuple
 
-from parsers.grammar import Gated
-from parsers.text import Text
-from parsers.timeres import Reset, Resolved
-from parsers.verdict import Kind, Provider, Refusal
+from rewake.parsers.grammar import Gated
+from rewake.parsers.text import Text
+from rewake.parsers.timeres import Reset, Resolved
+from rewake.parsers.verdict import Kind, Provider, Refusal
 
 #: stop: a provider_quota banner. failure: transient, login or other failure. countdown: a
 #: client retry countdown. warning: informational (kind none). went_on: the session continued.

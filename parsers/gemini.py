@@ -21,13 +21,20 @@ import re
 from collections.abc import Set as AbstractSet
 from typing import Final
 
-from parsers import clock, findings
-from parsers.findings import Context, Finding
-from parsers.grammar import DURATION, Gated, GateIndex, any_within, module_gates, read_duration
-from parsers.text import Text
-from parsers.timeres import THROTTLE_S, Resolved, after_duration, window
-from parsers.verdict import Refusal
-from parsers.zones import abbreviation_in_host_zone, printed_zone
+from rewake.parsers import clock, findings
+from rewake.parsers.findings import Context, Finding
+from rewake.parsers.grammar import (
+    DURATION,
+    Gated,
+    GateIndex,
+    any_within,
+    module_gates,
+    read_duration,
+)
+from rewake.parsers.text import Text
+from rewake.parsers.timeres import THROTTLE_S, Resolved, after_duration, window
+from rewake.parsers.verdict import Refusal
+from rewake.parsers.zones import abbreviation_in_host_zone, printed_zone
 
 PROVIDER: Final = "gemini"
 _REACH = 400

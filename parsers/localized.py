@@ -14,11 +14,11 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from parsers import clock
-from parsers.findings import Context
-from parsers.timeres import Resolved
-from parsers.verdict import Provider, Refusal
-from parsers.zones import ZoneError, host_zone
+from rewake.parsers import clock
+from rewake.parsers.findings import Context
+from rewake.parsers.timeres import Resolved
+from rewake.parsers.verdict import Provider, Refusal
+from rewake.parsers.zones import ZoneError, host_zone
 
 #: pt-BR "10 de jul. de 2026, 11:52" and es "26 may 2026, 2:40 p.m.".
 ROMANCE_DATE = re.compile(

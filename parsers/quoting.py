@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from parsers.text import Text
+from rewake.parsers.text import Text
 
 _ASSISTANT_LINE = re.compile(r"[ \t]{0,8}[⏺✦]")
 _OPENING_QUOTES = "\"'`«"

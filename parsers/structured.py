@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.findings import (
+from rewake.parsers.findings import (
     Context,
     Finding,
     as_structured,
@@ -32,8 +32,8 @@ from parsers.findings import (
     not_stated,
     stop,
 )
-from parsers.timeres import at_epoch, window
-from parsers.verdict import Provider, Refusal
+from rewake.parsers.timeres import at_epoch, window
+from rewake.parsers.verdict import Provider, Refusal
 
 #: Lines longer than this are not decoded as JSON (they are still scanned as text).
 MAX_JSON_LINE = 1 << 20

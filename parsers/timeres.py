@@ -12,7 +12,7 @@ from datetime import UTC, date, datetime, timedelta, tzinfo
 from functools import lru_cache
 from typing import NamedTuple
 
-from parsers.verdict import Form, Provider, Refusal
+from rewake.parsers.verdict import Form, Provider, Refusal
 
 #: A stated wait shorter than this is a throttle, not a stop (rule 10).
 THROTTLE_S = 300.0

@@ -1,4 +1,4 @@
-"""The Verdict: what `parsers.parse` concludes about one piece of CLI output.
+"""The Verdict: what `rewake.parsers.parse` concludes about one piece of CLI output.
 
 Its JSON form (`Verdict.to_json`) is a contract shared with the service, the CLI and the
 hosts; field names and values are listed in DESIGN.md section 1 and the README.

@@ -37,9 +37,25 @@ class Clock:
         return self.now
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by what it needs: a PostgreSQL server (`postgres`), the installed
+    service in processes of its own (`e2e`, tests/e2e/), a browser (`browser`,
+    tests/browser/); `-m` then picks the inner loop (see README, "Tests")."""
+    for item in items:
+        parts = item.path.parts
+        if "e2e" in parts:
+            item.add_marker(pytest.mark.e2e)
+        if "browser" in parts:
+            item.add_marker(pytest.mark.browser)
+        callspec = getattr(item, "callspec", None)
+        on_postgres = callspec is not None and "postgres" in callspec.params.values()
+        if on_postgres or "postgres_url" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.postgres)
+
+
 def migrate(url: str) -> None:
-    from app import migrations
-    from app.db import Database
+    from rewake import migrations
+    from rewake.db import Database
 
     database = Database(url)
     migrations.upgrade(database.engine)
@@ -98,7 +114,7 @@ def db_url(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def database(db_url: str) -> Iterator[Any]:
     """A Database on each migrated URL, disposed after the test."""
-    from app.db import Database
+    from rewake.db import Database
 
     db = Database(db_url)
     yield db
@@ -145,9 +161,9 @@ class Api:
 @contextmanager
 def serve_api(database_url: str, **settings: Any) -> Iterator[Api]:
     """The API over `database_url`, with tokens unless told otherwise, on a settable clock."""
-    from app.api.app import create_app
-    from app.db import Database
-    from app.settings import Settings
+    from rewake.api.app import create_app
+    from rewake.db import Database
+    from rewake.settings import Settings
 
     settings.setdefault("api_tokens", TOKENS)
     settings.setdefault("display_zone", "Europe/Berlin")

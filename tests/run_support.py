@@ -47,13 +47,13 @@ class RunEnv:
     def rewake(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
         """`rewake ARGS` run to its end in the work directory."""
         return subprocess.run(
-            [sys.executable, "-m", "app.cli", *args], cwd=self.work, env=self.env,
+            [sys.executable, "-m", "rewake", *args], cwd=self.work, env=self.env,
             capture_output=True, text=True, timeout=timeout, check=False,
         )  # fmt: skip
 
     def start(self, *args: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [sys.executable, "-m", "app.cli", *args], cwd=self.work, env=self.env,
+            [sys.executable, "-m", "rewake", *args], cwd=self.work, env=self.env,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
 
@@ -68,8 +68,8 @@ class RunEnv:
 
     def session(self, name: str) -> dict[str, Any]:
         """The session as the API shows it, read through the local store."""
-        from app.runner.store import LocalStore
-        from app.settings import Settings
+        from rewake.runner.store import LocalStore
+        from rewake.settings import Settings
 
         store = LocalStore(Settings(database_url=self.database_url), migrate=False)
         try:

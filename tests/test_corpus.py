@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from parsers import parse
+from rewake.parsers import parse
 
 CORPUS = Path(__file__).parent / "corpus"
 

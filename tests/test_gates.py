@@ -1,6 +1,6 @@
 """The gates' invariant: a gate only saves time, it never changes a verdict.
 
-Before running a pattern the scanners test its literal needles (parsers.grammar.GateIndex,
+Before running a pattern the scanners test its literal needles (rewake.parsers.grammar.GateIndex,
 Gated); a text with none of them skips the regex. That is sound only if every text the regex
 can match holds a needle. A regex that allows a line break or a run of spaces where its
 needle has one space ("You're out of Codex\\nmessages") is hidden by its own gate in wrapped
@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from parsers import claude, codex, gemini, parse
-from parsers.grammar import Gated, GateIndex
+from rewake.parsers import claude, codex, gemini, parse
+from rewake.parsers.grammar import Gated, GateIndex
 
 CORPUS = Path(__file__).parent / "corpus"
 ALL_GATES: tuple[Gated, ...] = (*claude.GATES, *codex.GATES, *gemini.GATES)

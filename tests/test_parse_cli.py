@@ -13,7 +13,7 @@ CODEX = "You've hit your usage limit. Try again at 3:51 PM."
 
 def run_parse(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", "parse", *args],
+        [sys.executable, "-m", "rewake", "parse", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -127,7 +127,7 @@ def test_parse_does_not_import_the_service() -> None:
     code = (
         "import sys, io\n"
         "sys.stdin = io.StringIO(" + repr(BANNER) + ")\n"
-        "from app.cli import main\n"
+        "from rewake.cli import main\n"
         "main(['parse', '--observed-at', '2026-04-01T13:42:35Z'])\n"
         "heavy = [m for m in ('fastapi', 'sqlalchemy', 'sqlmodel', 'dateparser', 'uvicorn')"
         " if m in sys.modules]\n"

@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from parsers import parse
+from rewake.parsers import parse
 
 VECTORS_FILE = Path(__file__).parent / "corpus" / "peers" / "vectors.jsonl"
 CHECKS = ("wrong_instant", "false_stop", "unread")

@@ -21,8 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from render import FAMILIES, HOST_ZONES
 
-import parsers
-from parsers import Verdict
+from rewake import parsers
+from rewake.parsers import Verdict
 
 OBSERVED = datetime(2026, 7, 25, 14, 5, 0, tzinfo=UTC)
 KINDS = {"provider_quota", "login_required", "transient", "other_failure", "none"}

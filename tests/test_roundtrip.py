@@ -43,8 +43,8 @@ from render import (
     utc_offset_changes,
 )
 
-import parsers
-from parsers import Verdict
+from rewake import parsers
+from rewake.parsers import Verdict
 
 EARLIEST = datetime(2025, 1, 1, tzinfo=UTC)
 LATEST = datetime(2030, 12, 31, tzinfo=UTC)

@@ -28,7 +28,7 @@ from render import (
     twelve_hour,
 )
 
-from parsers import parse
+from rewake.parsers import parse
 
 TEMPLATES = Path(__file__).parent / "corpus" / "templates"
 DRAWS = 24

@@ -2,7 +2,7 @@
 pacing, sweeper heartbeats
 
 Written from an autogenerate run and reviewed by hand. Instants are `TIMESTAMP WITH TIME
-ZONE` on PostgreSQL and UTC text on SQLite (app.db.UTCDateTime does the converting).
+ZONE` on PostgreSQL and UTC text on SQLite (rewake.db.UTCDateTime does the converting).
 
 Revision ID: 0001
 Revises:

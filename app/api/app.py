@@ -8,15 +8,15 @@ from zoneinfo import ZoneInfo
 
 from fastapi import FastAPI
 
-from app.api import ops, routes
-from app.api.deps import Auth, Services
-from app.api.hot import HotWrites
-from app.api.metrics import Metrics
-from app.api.problems import BodyLimit, install_problem_handlers
-from app.db import Database
-from app.domain.context import ParseFn
-from app.settings import Settings
-from app.web.site import install_web
+from rewake import __version__
+from rewake.api import ops, routes
+from rewake.api.deps import Auth, Services
+from rewake.api.metrics import Metrics
+from rewake.api.problems import BodyLimit, install_problem_handlers
+from rewake.db import Database
+from rewake.domain.context import ParseFn
+from rewake.settings import Settings
+from rewake.web.site import install_web
 
 
 def system_clock() -> datetime:
@@ -24,7 +24,7 @@ def system_clock() -> datetime:
 
 
 def default_parse() -> ParseFn:
-    from parsers import parse
+    from rewake.parsers import parse
 
     return parse
 
@@ -42,7 +42,7 @@ def create_app(
     app = FastAPI(
         title="rewake",
         summary="Exactly-once resumes of AI coding CLI runs stopped by usage limits",
-        version="0.1.0",
+        version=__version__,
         openapi_url=None,
         docs_url=None,
         redoc_url=None,
@@ -59,7 +59,6 @@ def create_app(
     app.include_router(ops.router)
     app.include_router(routes.router)
     install_web(app)  # the page at `/`, after the API's handlers it defers to
-    app.add_middleware(HotWrites)  # inside the body limit and the auth
     app.add_middleware(BodyLimit)
     app.add_middleware(Auth)  # outermost: nothing is read before the caller is known
     return app

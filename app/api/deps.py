@@ -13,14 +13,14 @@ from fastapi import Depends, Request
 from sqlmodel import Session
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.api.metrics import Metrics
-from app.api.problems import problem
-from app.db import Database
-from app.domain.context import Context, ParseFn
-from app.domain.errors import DomainError
-from app.settings import Settings, is_loopback
-from app.web import gate
-from app.web.headers import harden_pages
+from rewake.api.metrics import Metrics
+from rewake.api.problems import problem
+from rewake.db import Database
+from rewake.domain.context import Context, ParseFn
+from rewake.domain.errors import DomainError
+from rewake.settings import Settings, is_loopback
+from rewake.web import gate
+from rewake.web.headers import harden_pages
 
 #: Who acts when no token is configured (loopback only).
 LOCAL_ACTOR = "local"
@@ -74,10 +74,10 @@ def authenticate(settings: Settings, client_host: str, authorization: str) -> st
 class Auth:
     """Bearer auth on every route but /healthz (and the web page's sign-in form and static
     files), before the body is read or parsed. The web page's sign-in cookie counts as the
-    bearer token only where `app.web.gate` says a cross-site request cannot use it. With no
+    bearer token only where `rewake.web.gate` says a cross-site request cannot use it. With no
     token configured, only loopback callers that name a loopback host are served.
 
-    Being outermost, it also adds the page headers (`app.web.headers`) to every HTML answer,
+    Being outermost, it also adds the page headers (`rewake.web.headers`) to every HTML answer,
     its own refusals included."""
 
     OPEN_PATHS = frozenset({"/healthz"})
@@ -129,12 +129,6 @@ Actor = Annotated[str, Depends(actor)]
 
 async def context(request: Request) -> Context:
     """The request's Context: who acts (set by `Auth`) and the clock, read once, here."""
-    return context_of(request)
-
-
-def context_of(request: Request) -> Context:
-    """`context` for a route that takes the request itself rather than dependencies: each
-    dependency FastAPI resolves costs the request several microseconds."""
     svc: Services = request.app.state.services
     return Context(
         now=svc.clock(),

@@ -1,6 +1,6 @@
 """Prometheus metrics: failures by provider and kind, refusals by code, problems by code
 (counted in this process), marks by state (read from the database at each scrape), and the
-sweeper's (app.sweeper.metrics) on the same registry."""
+sweeper's (rewake.sweeper.metrics) on the same registry."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from app.db import Database
-from app.repository import marks as mark_repo
-from app.sweeper.metrics import SweeperMetrics
+from rewake.db import Database
+from rewake.repository import marks as mark_repo
+from rewake.sweeper.metrics import SweeperMetrics
 
 MARK_STATES = (
     "armed", "claimed", "sending", "done", "failed", "uncertain", "superseded", "cleared",

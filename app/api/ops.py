@@ -7,13 +7,13 @@ from datetime import timedelta
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from app import migrations
-from app.api.deps import Actor, Ctx, Svc
-from app.api.problems import problem
-from app.api.schemas import ParseBody
-from app.domain.rules import check_observed_at, clean_text
-from app.repository import sessions as repo
-from app.settings import SWEEPER_FRESH_S
+from rewake import migrations
+from rewake.api.deps import Actor, Ctx, Svc
+from rewake.api.problems import problem
+from rewake.api.schemas import ParseBody
+from rewake.domain.rules import check_observed_at, clean_text
+from rewake.repository import sessions as repo
+from rewake.settings import SWEEPER_FRESH_S
 
 router = APIRouter(tags=["operations"])
 

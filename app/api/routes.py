@@ -9,13 +9,13 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from app.api.deps import Ctx, Reader, Services, Svc, context_of
-from app.api.json_body import TolerantJSONRoute
-from app.api.schemas import (
+from rewake.api.deps import Ctx, Reader, Svc
+from rewake.api.json_body import TolerantJSONRoute
+from rewake.api.schemas import (
     AttemptBody,
     AutoResumeBody,
     FailureBody,
@@ -23,14 +23,14 @@ from app.api.schemas import (
     RootId,
     RunId,
 )
-from app.domain import failures, marks, sessions
-from app.domain.errors import DomainError
-from app.domain.rules import FailureKind, clean_text
-from app.logs import log_event
-from app.repository.sessions import SessionFilter
+from rewake.domain import failures, marks, sessions
+from rewake.domain.errors import DomainError
+from rewake.domain.rules import FailureKind, clean_text
+from rewake.logs import log_event
+from rewake.repository.sessions import SessionFilter
 
 logger = logging.getLogger("rewake.api")
-# Failure reports nested too deep for Python's JSON decoder are still read (app.api.json_body).
+# Failure reports nested too deep for Python's JSON decoder are still read (rewake.api.json_body).
 router = APIRouter(prefix="/api/agent/runs", tags=["sessions"], route_class=TolerantJSONRoute)
 
 #: Longer CLI output is parsed on a worker thread, not on the event loop.
@@ -60,20 +60,8 @@ def get_tombstone(root_id: RootId, ctx: Ctx, db: Reader) -> JSONResponse:
     summary="Report a failed attempt (201 when new, 200 for the same report again)",
 )
 async def report_failure(
-    root_id: RootId, run_id: RunId, body: FailureBody, request: Request
+    root_id: RootId, run_id: RunId, body: FailureBody, ctx: Ctx, svc: Svc
 ) -> JSONResponse:
-    # Well-formed reports are answered by app.api.hot.HotWrites before they get here;
-    # this route answers the rest, and describes the route in the schema.
-    return await accept_failure(request, root_id, run_id, body)
-
-
-async def accept_failure(
-    request: Request, root_id: str, run_id: str, body: FailureBody
-) -> JSONResponse:
-    """Read, store and answer a failure report whose ids and body are valid. The services and
-    the context come from the request: the busiest route resolves no dependencies."""
-    svc: Services = request.app.state.services
-    ctx = context_of(request)
     _refuse_reserved(root_id)
     report = body.to_report(root_id, run_id)
     if len(report.message) > INLINE_PARSE_CHARS or report.events:
@@ -109,17 +97,9 @@ async def manual_resume(root_id: RootId, run_id: RunId, ctx: Ctx, svc: Svc) -> J
 
 
 @router.put("/{root_id}/auto-resume", summary="Turn auto-resume on or off")
-async def put_auto_resume(root_id: RootId, body: AutoResumeBody, request: Request) -> JSONResponse:
-    # Well-formed requests are answered by app.api.hot.HotWrites before they get here; this
-    # route answers the rest, and describes the route in the schema.
-    return await accept_auto_resume(request, root_id, body)
-
-
-async def accept_auto_resume(request: Request, root_id: str, body: AutoResumeBody) -> JSONResponse:
-    """Arm or disable auto-resume for a session whose id and body are valid; the services and
-    the context come from the request, as for `accept_failure`."""
-    svc: Services = request.app.state.services
-    ctx = context_of(request)
+async def put_auto_resume(
+    root_id: RootId, body: AutoResumeBody, ctx: Ctx, svc: Svc
+) -> JSONResponse:
     mark = await svc.database.write(
         lambda db: marks.set_auto_resume(
             db, root_id, enabled=body.enabled, despite_native=body.despite_native, ctx=ctx

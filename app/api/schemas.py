@@ -1,7 +1,7 @@
 """Request bodies and path parameters. Field names are a contract (DESIGN.md section 2);
 unknown fields are ignored so that hosts may send more.
 
-The failure body's optional fields are read leniently (app.domain.report_fields): a value that
+The failure body's optional fields are read leniently (rewake.domain.report_fields): a value that
 cannot be used is normalised or dropped with a warning, never a 422. The schema still says
 what a host should send."""
 
@@ -21,10 +21,10 @@ from pydantic import (
     model_validator,
 )
 
-from app.domain.failures import FailureReport
-from app.domain.ids import ID_HELP, ID_PATTERN
-from app.domain.report_fields import FieldWarning, read_optional_fields
-from app.domain.rules import FailureKind
+from rewake.domain.failures import FailureReport
+from rewake.domain.ids import ID_HELP, ID_PATTERN
+from rewake.domain.report_fields import FieldWarning, read_optional_fields
+from rewake.domain.rules import FailureKind
 
 RootId = Annotated[str, Path(pattern=ID_PATTERN, max_length=200, description=ID_HELP)]
 RunId = Annotated[str, Path(pattern=ID_PATTERN, max_length=200, description=ID_HELP)]

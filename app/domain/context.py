@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any, Protocol
 
-from parsers.verdict import Verdict, format_instant
+from rewake.parsers.verdict import Verdict, format_instant
 
 
 class ParseFn(Protocol):
-    """`parsers.parse`'s signature, so that the service can be given it."""
+    """`rewake.parsers.parse`'s signature, so that the service can be given it."""
 
     def __call__(
         self,

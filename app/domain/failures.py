@@ -11,12 +11,12 @@ from typing import Any
 
 from sqlmodel import Session
 
-from app.domain.banners import banner_for
-from app.domain.context import JSON, Context, ParseFn, iso
-from app.domain.errors import DomainError
-from app.domain.marks import OPEN_STATES, clear_live_mark, facts_for, settle_marks
-from app.domain.report_fields import FieldWarning, events_warnings
-from app.domain.rules import (
+from rewake.domain.banners import banner_for
+from rewake.domain.context import JSON, Context, ParseFn, iso
+from rewake.domain.errors import DomainError
+from rewake.domain.marks import OPEN_STATES, clear_live_mark, facts_for, settle_marks
+from rewake.domain.report_fields import FieldWarning, events_warnings
+from rewake.domain.rules import (
     FailureKind,
     FailurePoint,
     auto_resume_refusal,
@@ -28,14 +28,13 @@ from app.domain.rules import (
     keep_last_part,
     session_state,
 )
-from app.domain.tombstones import refuse_if_deleted
-from app.logs import log_event
-from app.models import FailureRow, MarkRow, RunRow, SessionRow
-from app.repository import sessions as repo
-from app.repository.prepared import row_of
-from app.sweeper import queries
-from app.sweeper.holds import hold_after_resume
-from parsers.verdict import Verdict
+from rewake.domain.tombstones import refuse_if_deleted
+from rewake.logs import log_event
+from rewake.models import FailureRow, MarkRow, RunRow, SessionRow
+from rewake.parsers.verdict import Verdict
+from rewake.repository import marks as mark_repo
+from rewake.repository import sessions as repo
+from rewake.sweeper.holds import hold_after_resume
 
 logger = logging.getLogger("rewake.failures")
 
@@ -57,7 +56,7 @@ class FailureReport:
     capture: str | None = None
     account_key: str | None = None
     halted: bool = False
-    #: What reading the optional fields changed or dropped (app.domain.report_fields).
+    #: What reading the optional fields changed or dropped (rewake.domain.report_fields).
     warnings: tuple[FieldWarning, ...] = ()
 
     def fingerprint(self, events: list[Any] | None) -> str:
@@ -126,9 +125,8 @@ def report_failure(
 def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON, bool]:
     """Store a read report (once) and return the answer, and whether it was new.
 
-    Each row is written once, in one plain statement (the session's changes in one UPDATE, the
-    failure with its answer in one INSERT), and what is known already is not asked again: a
-    session created by this report has no runs, failures or marks yet."""
+    What is known already is not asked again: a session created by this report has no runs,
+    failures or marks yet, and is created as the report leaves it."""
     report = read.report
     session, created = _locked_or_new_session(db, report, ctx)
     earlier = None if created else _earlier_answer(db, read)
@@ -154,7 +152,7 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
         "held_marks": held.held_mark_ids,
         "warnings": [warning.to_json() for warning in read.warnings],
     }
-    repo.insert_now(db, failure)  # with its answer: one INSERT, no UPDATE after it
+    repo.add(db, failure)  # with its answer: one INSERT, no UPDATE after it
     _append_reported(db, read, failure, ctx)
     return failure.answer, True
 
@@ -162,7 +160,7 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
 def _runs_and_marks(db: Session, report: FailureReport) -> tuple[dict[str, RunRow], list[MarkRow]]:
     """The session's runs by id, and every mark the report may settle or be held by."""
     runs = {run.run_id: run for run in repo.list_runs(db, report.root_id)}
-    marks = queries.marks_a_report_concerns(
+    marks = mark_repo.marks_a_report_concerns(
         db, report.root_id, report.run_id, report.attempt, OPEN_STATES
     )
     return runs, marks
@@ -208,9 +206,9 @@ def _move_session(
     }
     if current is not None:
         changes |= {"current_run_id": current.run_id, "current_attempt": current.attempt}
-    changed = {name: value for name, value in changes.items() if getattr(session, name) != value}
-    if changed:
-        repo.update_now(db, session, changed)
+    for name, value in changes.items():
+        if getattr(session, name) != value:  # an unchanged session is not written
+            setattr(session, name, value)
 
 
 def _locked_or_new_session(
@@ -231,8 +229,7 @@ def _locked_or_new_session(
         "current_run_id": report.run_id,
         "current_attempt": report.attempt,
     }
-    # Not added to `db`: this route writes the session's changes itself (`_move_session`).
-    return repo.ensure_session(db, report.root_id, ctx.now, first, attach=False)
+    return repo.ensure_session(db, report.root_id, ctx.now, first)
 
 
 def _earlier_answer(db: Session, read: ReadReport) -> JSON | None:
@@ -252,7 +249,7 @@ def _earlier_answer(db: Session, read: ReadReport) -> JSON | None:
 
 def _failure_row(read: ReadReport, ctx: Context) -> FailureRow:
     report, verdict = read.report, read.verdict
-    values = dict(
+    return FailureRow(
         root_id=report.root_id,
         run_id=report.run_id,
         attempt=report.attempt,
@@ -280,8 +277,6 @@ def _failure_row(read: ReadReport, ctx: Context) -> FailureRow:
         answer={},
         reported_by=ctx.actor,
     )
-    failure: FailureRow = row_of(FailureRow, values)
-    return failure
 
 
 def failure_banner(failure: FailureRow, ctx: Context) -> JSON:
@@ -368,15 +363,15 @@ def _move_run_and_attempt(
     report = read.report
     run = runs.get(report.run_id)
     if run is None:
-        run = row_of(RunRow, {
-            "root_id": report.root_id, "run_id": report.run_id, "status": "paused",
-            "current_attempt": report.attempt, "created_at": ctx.now, "updated_at": ctx.now,
-        })  # fmt: skip
+        run = RunRow(
+            root_id=report.root_id, run_id=report.run_id, status="paused",
+            current_attempt=report.attempt, created_at=ctx.now, updated_at=ctx.now,
+        )  # fmt: skip
         runs[report.run_id] = run
-        repo.insert_now(db, run)
+        repo.add(db, run)
+        db.flush()  # the attempt's upsert below refers to the run
     elif report.attempt >= run.current_attempt:
-        changes = {"current_attempt": report.attempt, "status": "paused", "updated_at": ctx.now}
-        repo.update_now(db, run, changes)
+        run.current_attempt, run.status, run.updated_at = report.attempt, "paused", ctx.now
     repo.mark_attempt_failed(db, report.root_id, report.run_id, report.attempt, ctx.now)
     return run
 

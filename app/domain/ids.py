@@ -1,6 +1,6 @@
 """The alphabet of root and run ids, shared by the API's validation and the runner's store.
 
-Kept apart from app.api.schemas because importing that module costs FastAPI and the domain
+Kept apart from rewake.api.schemas because importing that module costs FastAPI and the domain
 (over a second), and `rewake hook` runs on every prompt a Claude Code user types.
 """
 

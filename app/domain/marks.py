@@ -7,14 +7,15 @@ from datetime import timedelta
 
 from sqlmodel import Session
 
-from app.domain.context import JSON, Context, iso
-from app.domain.errors import DomainError
-from app.domain.rules import GateFacts, auto_resume_refusal, due_at_for
-from app.domain.tombstones import refuse_if_deleted
-from app.models import LIVE_STATES, FailureRow, MarkRow, RunRow, SessionRow
-from app.repository import marks as mark_repo
-from app.repository import sessions as repo
-from app.settings import SWEEPER_FRESH_S
+from rewake.domain.context import JSON, Context, iso
+from rewake.domain.errors import DomainError
+from rewake.domain.rules import GateFacts, auto_resume_refusal, due_at_for
+from rewake.domain.tombstones import refuse_if_deleted
+from rewake.mark_states import MarkState
+from rewake.models import LIVE_STATES, FailureRow, MarkRow, RunRow, SessionRow
+from rewake.repository import marks as mark_repo
+from rewake.repository import sessions as repo
+from rewake.settings import SWEEPER_FRESH_S
 
 #: States in which a mark may still change on its own: live, or uncertain.
 OPEN_STATES = (*LIVE_STATES, "uncertain")
@@ -132,7 +133,7 @@ def set_auto_resume(
             "updated_at": ctx.now,
         },
     )
-    repo.update_now(db, session, {"updated_at": ctx.now})
+    session.updated_at = ctx.now
     repo.append_mark_event(
         db,
         mark,
@@ -155,8 +156,8 @@ def clear_live_mark(
     cleared = mark_repo.move_mark(
         db,
         live.id,
-        from_states=("armed", "claimed"),
-        to_state="cleared",
+        from_states=(MarkState.ARMED, MarkState.CLAIMED),
+        to_state=MarkState.CLEARED,
         now=ctx.now,
         clear_reason=reason,
         lease_until=None,
@@ -210,7 +211,7 @@ def settle_marks(
         settled = mark_repo.move_mark(
             db,
             mark.id,
-            from_states=("sending", "uncertain"),
+            from_states=(MarkState.SENDING, MarkState.UNCERTAIN),
             to_state=state,
             now=ctx.now,
             outcome=outcome,
@@ -248,7 +249,7 @@ def resolve_mark(
     moved = mark_repo.move_mark(
         db,
         mark.id,
-        from_states=("uncertain",),
+        from_states=(MarkState.UNCERTAIN,),
         to_state=to_state,
         now=ctx.now,
         outcome=outcome,

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from app.domain.rules import EVENTS_CUT, EVENTS_MAX_DEPTH, FAILURE_KINDS, CleanJSON, clean_text
+from rewake.domain.rules import EVENTS_CUT, EVENTS_MAX_DEPTH, FAILURE_KINDS, CleanJSON, clean_text
 
 PROVIDERS = ("claude", "codex", "gemini")
 CAPTURES = ("live", "scrollback")

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal, get_args
 
-from app.domain.banners import REFUSAL_DETAILS
-from app.domain.errors import DomainError
+from rewake.domain.banners import REFUSAL_DETAILS
+from rewake.domain.errors import DomainError
 
 FailureKind = Literal[
     "provider_quota",

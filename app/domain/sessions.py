@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from app.domain.context import JSON, Context, iso
-from app.domain.errors import DomainError
-from app.domain.failures import failure_banner
-from app.domain.marks import (
+from rewake.domain.context import JSON, Context, iso
+from rewake.domain.errors import DomainError
+from rewake.domain.failures import failure_banner
+from rewake.domain.marks import (
     clear_live_mark,
     mark_json,
     mark_view,
     require_session,
     settle_by_later_attempt,
 )
-from app.domain.rules import session_state
-from app.domain.tombstones import kept_tombstone, refuse_if_deleted
-from app.models import AttemptRow, FailureRow, RunRow, SessionRow, TombstoneRow
-from app.repository import marks as mark_repo
-from app.repository import sessions as repo
+from rewake.domain.rules import session_state
+from rewake.domain.tombstones import kept_tombstone, refuse_if_deleted
+from rewake.models import AttemptRow, FailureRow, RunRow, SessionRow, TombstoneRow
+from rewake.repository import marks as mark_repo
+from rewake.repository import sessions as repo
 
 
 def record_attempt(

@@ -7,11 +7,11 @@ from datetime import datetime
 
 from sqlmodel import Session
 
-from app.domain.context import Context
-from app.domain.errors import DomainError
-from app.domain.rules import tombstone_kept, tombstones_expire_before
-from app.models import TombstoneRow
-from app.repository import sessions as repo
+from rewake.domain.context import Context
+from rewake.domain.errors import DomainError
+from rewake.domain.rules import tombstone_kept, tombstones_expire_before
+from rewake.models import TombstoneRow
+from rewake.repository import sessions as repo
 
 
 def kept_tombstone(db: Session, root_id: str, ctx: Context) -> TombstoneRow | None:

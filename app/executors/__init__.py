@@ -3,10 +3,10 @@
 
 from __future__ import annotations
 
-from app.executors.base import DEFAULT_PROMPT, Delivery, Executor, Lookup, Outcome
-from app.executors.command import CommandExecutor
-from app.executors.log import LogExecutor
-from app.executors.webhook import WebhookExecutor
+from rewake.executors.base import DEFAULT_PROMPT, Delivery, Executor, Lookup, Outcome
+from rewake.executors.command import CommandExecutor
+from rewake.executors.log import LogExecutor
+from rewake.executors.webhook import WebhookExecutor
 
 __all__ = [
     "DEFAULT_PROMPT",

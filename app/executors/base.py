@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
-from parsers.verdict import format_instant
+from rewake.parsers.verdict import format_instant
 
 OutcomeState = Literal["done", "failed", "uncertain", "superseded", "logged"]
 

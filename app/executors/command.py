@@ -20,8 +20,8 @@ import threading
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from app.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note
-from app.executors.templates import TemplateError, check_template, fill
+from rewake.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note
+from rewake.executors.templates import TemplateError, check_template, fill
 
 
 class CommandConfigError(ValueError):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.executors.base import DEFAULT_PROMPT, Executor
-from app.executors.command import CommandExecutor
-from app.executors.log import LogExecutor
-from app.executors.webhook import WebhookExecutor
+from rewake.executors.base import DEFAULT_PROMPT, Executor
+from rewake.executors.command import CommandExecutor
+from rewake.executors.log import LogExecutor
+from rewake.executors.webhook import WebhookExecutor
 
 
 class ExecutorConfigError(ValueError):

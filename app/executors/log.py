@@ -6,8 +6,8 @@ import json
 import logging
 from datetime import datetime
 
-from app.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note
-from app.logs import log_event
+from rewake.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note
+from rewake.logs import log_event
 
 logger = logging.getLogger("rewake.executor.log")
 

@@ -25,9 +25,9 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
-from app.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note, clip
-from app.executors.signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
-from app.executors.templates import TemplateError, check_template, fill
+from rewake.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note, clip
+from rewake.executors.signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from rewake.executors.templates import TemplateError, check_template, fill
 
 #: 409 codes with a meaning of their own (docs/host-contract.md); any other 409 is `failed`.
 IN_PROGRESS_CODE = "key_in_progress"

@@ -1,4 +1,6 @@
-"""Queries on marks. Every state change is a compare-and-set: the row count decides who won."""
+"""Every query on marks, for the API and the sweeper alike. Every state change is a
+compare-and-set, checked against the lifecycle (rewake.mark_states): the row count decides
+who won."""
 
 from __future__ import annotations
 
@@ -12,63 +14,36 @@ from sqlalchemy import (
     cast,
     exists,
     func,
-    insert,
     literal,
     or_,
     select,
     tuple_,
     update,
 )
+from sqlalchemy.sql import ColumnElement
 from sqlmodel import Session, col
 
-from app.models import LIVE_STATES, MarkRow
-from app.repository.prepared import Prepared, attached, one_of
+from rewake.mark_states import MarkState, check_transition
+from rewake.models import LIVE_STATES, MarkRow, SessionRow
 
 _RETURN = {"synchronize_session": False, "populate_existing": True}
 
 
-# The auto-resume route's statements are built once: building one costs more than running it
-# on SQLite, and a built one finds its compiled form in the cache at once.
-_IS_LIVE, _LIVE_CONSTANTS = one_of(col(MarkRow.state), "live", LIVE_STATES)
-_LIVE_MARK = Prepared.rows_of(
-    MarkRow, (col(MarkRow.root_id) == bindparam("root_id")) & _IS_LIVE, constants=_LIVE_CONSTANTS
-)
-_MARK_COLUMNS = _LIVE_MARK.names
 _LATEST_MARK = (
     select(MarkRow)
     .where(col(MarkRow.root_id) == bindparam("root_id"))
     .order_by(col(MarkRow.id).desc())
     .limit(1)
 )
-_INSERT_MARK = Prepared(
-    insert(MarkRow.__table__).returning(col(MarkRow.id)),  # type: ignore[attr-defined]
-    columns=[name for name in _MARK_COLUMNS if name != "id"],
-    results=[col(MarkRow.id)],
-)
 _REFRESH = {"populate_existing": True}
-
-
-def _attempt_resumed_before_stmt(rearmable: tuple[str, ...]) -> Prepared:
-    clear_rearmable, constants = one_of(col(MarkRow.clear_reason), "rearmable", rearmable)
-    stmt = select(
-        exists().where(
-            col(MarkRow.root_id) == bindparam("root_id"),
-            col(MarkRow.run_id) == bindparam("run_id"),
-            col(MarkRow.attempt) == bindparam("attempt"),
-            ~_IS_LIVE,
-            or_(col(MarkRow.clear_reason).is_(None), ~clear_rearmable),
-        )
-    )
-    return Prepared(stmt, constants=constants | _LIVE_CONSTANTS)
-
-
-_ATTEMPT_RESUMED_BEFORE: dict[tuple[str, ...], Prepared] = {}
 
 
 def live_mark(db: Session, root_id: str) -> MarkRow | None:
     """The session's armed, claimed or sending mark (there is at most one)."""
-    live: MarkRow | None = _LIVE_MARK.one(db, {"root_id": root_id})
-    return live
+    stmt = select(MarkRow).where(
+        col(MarkRow.root_id) == root_id, col(MarkRow.state).in_(LIVE_STATES)
+    )
+    return db.scalars(stmt, execution_options=_REFRESH).first()
 
 
 def latest_mark(db: Session, root_id: str) -> MarkRow | None:
@@ -86,11 +61,16 @@ def attempt_resumed_before(
     db: Session, root_id: str, run_id: str, attempt: int, rearmable: Sequence[str]
 ) -> bool:
     """Whether a mark of this attempt ended other than by a clear reason in `rearmable`."""
-    key = tuple(rearmable)
-    stmt = _ATTEMPT_RESUMED_BEFORE.get(key)
-    if stmt is None:
-        stmt = _ATTEMPT_RESUMED_BEFORE[key] = _attempt_resumed_before_stmt(key)
-    return bool(stmt.scalar(db, {"root_id": root_id, "run_id": run_id, "attempt": attempt}))
+    stmt = select(
+        exists().where(
+            col(MarkRow.root_id) == root_id,
+            col(MarkRow.run_id) == run_id,
+            col(MarkRow.attempt) == attempt,
+            col(MarkRow.state).not_in(LIVE_STATES),
+            or_(col(MarkRow.clear_reason).is_(None), col(MarkRow.clear_reason).not_in(rearmable)),
+        )
+    )
+    return bool(db.scalar(stmt))
 
 
 def marks_of_run_in(
@@ -108,15 +88,10 @@ def marks_of_run_in(
 
 def insert_mark(db: Session, values: Mapping[str, Any]) -> MarkRow:
     """Write a new mark now, so that its id is known (and the live index is checked); the
-    row, persistent in `db`. `values` are its columns by name (those not given are NULL).
-
-    The row is built as the ORM builds the rows it loads, not by the model's __init__, which
-    sets each of the 20 columns through SQLModel and SQLAlchemy: 5.5 % of the auto-resume
-    route's samples in a profile of `rewake serve` under load on SQLite."""
-    given = {name: values.get(name) for name in _MARK_COLUMNS if name != "id"}
-    found = _INSERT_MARK.first(db, given)
-    assert found is not None  # INSERT ... RETURNING returns the row it inserted
-    mark: MarkRow = attached(db, MarkRow, {"id": found[0], **given})
+    row, persistent in `db`. `values` are its columns by name (those not given are NULL)."""
+    mark = MarkRow(**values)
+    db.add(mark)
+    db.flush()
     return mark
 
 
@@ -131,10 +106,11 @@ def move_mark(
     **values: Any,
 ) -> MarkRow | None:
     """Compare-and-set a mark's state; the updated row, or None when another writer won."""
+    target = check_transition(from_states, to_state)
     stmt = update(MarkRow).where(col(MarkRow.id) == mark_id, col(MarkRow.state).in_(from_states))
     if attempt_key is not None:
         stmt = stmt.where(col(MarkRow.attempt_key) == attempt_key)
-    stmt = stmt.values(state=to_state, updated_at=now, **values).returning(MarkRow)
+    stmt = stmt.values(state=target, updated_at=now, **values).returning(MarkRow)
     return db.scalars(stmt, execution_options=_RETURN).first()
 
 
@@ -149,6 +125,7 @@ def move_held_marks(
 ) -> list[MarkRow]:
     """Compare-and-set several marks in one statement, each on its state and on its own
     attempt key (`held` is (mark id, attempt key) pairs); the rows that moved."""
+    target = check_transition([from_state], to_state)
     if not held:
         return []
     stmt = (
@@ -158,7 +135,7 @@ def move_held_marks(
             tuple_(col(MarkRow.id), col(MarkRow.attempt_key)).in_(list(held)),
             col(MarkRow.state) == from_state,
         )
-        .values(state=to_state, updated_at=now, **values)
+        .values(state=target, updated_at=now, **values)
         .returning(MarkRow)
     )
     return list(db.scalars(stmt, execution_options=_RETURN))
@@ -183,8 +160,9 @@ def claim_due(
     picked in a MATERIALIZED CTE with FOR UPDATE SKIP LOCKED, so concurrent sweepers never
     claim the same mark and never wait on each other; SQLite serializes writers instead.
     """
+    claimed = check_transition([MarkState.ARMED], MarkState.CLAIMED)
     candidates = select(col(MarkRow.id)).where(
-        col(MarkRow.state) == "armed", col(MarkRow.due_at) <= now
+        col(MarkRow.state) == MarkState.ARMED, col(MarkRow.due_at) <= now
     )
     if exclude_accounts:
         candidates = candidates.where(
@@ -206,12 +184,13 @@ def claim_due(
     # SQLite runs the statement alone; there the check would lead its planner to walk every
     # armed mark (100,000 waiting marks made an empty sweep 5x slower) instead of looking up
     # the few ids the CTE picked.
-    recheck = [col(MarkRow.state) == "armed"] if db.get_bind().dialect.name != "sqlite" else []
+    sqlite = db.get_bind().dialect.name == "sqlite"
+    recheck = [] if sqlite else [col(MarkRow.state) == MarkState.ARMED]
     stmt = (
         update(MarkRow)
         .where(col(MarkRow.id).in_(select(due.c.id)), *recheck)
         .values(
-            state="claimed",
+            state=claimed,
             claimed_by=claimed_by,
             attempt_key=literal(batch_key + "-") + cast(col(MarkRow.id), String),
             lease_until=now + timedelta(seconds=lease_s),
@@ -227,10 +206,11 @@ def reap(
     db: Session, now: datetime, *, from_state: str, to_state: str, **values: Any
 ) -> list[MarkRow]:
     """Move every mark in `from_state` whose lease ended before `now` to `to_state`."""
+    target = check_transition([from_state], to_state)
     stmt = (
         update(MarkRow)
         .where(col(MarkRow.state) == from_state, col(MarkRow.lease_until) < now)
-        .values(state=to_state, updated_at=now, **values)
+        .values(state=target, updated_at=now, **values)
         .returning(MarkRow)
     )
     return list(db.scalars(stmt, execution_options=_RETURN))
@@ -249,3 +229,185 @@ def database_now(db: Session, fallback: datetime) -> datetime:
     value = db.scalar(select(func.now()))
     assert isinstance(value, datetime)
     return value
+
+
+def earliest_armed_due(db: Session, exclude_accounts: Sequence[str] = ()) -> datetime | None:
+    """The earliest due_at among armed marks, leaving out marks of `exclude_accounts`."""
+    stmt = select(func.min(col(MarkRow.due_at))).where(col(MarkRow.state) == MarkState.ARMED)
+    if exclude_accounts:
+        stmt = stmt.where(
+            col(MarkRow.account_key).is_(None)
+            | col(MarkRow.account_key).not_in(list(exclude_accounts))
+        )
+    earliest: datetime | None = db.scalar(stmt)  # min() keeps the column's UTC type
+    return earliest
+
+
+def lock_marks(db: Session, mark_ids: Sequence[int]) -> dict[int, MarkRow]:
+    """The marks as they are now, locked in id order until the transaction ends (PostgreSQL;
+    one lock order for every writer that locks several marks)."""
+    if not mark_ids:
+        return {}
+    stmt = (
+        select(MarkRow)
+        .where(col(MarkRow.id).in_(sorted(set(mark_ids))))
+        .order_by(col(MarkRow.id))
+        .with_for_update()
+    )
+    rows = db.scalars(stmt, execution_options={"populate_existing": True})
+    return {row.id: row for row in rows if row.id is not None}
+
+
+def _held_claim(mark_id: int, attempt_key: str) -> tuple[ColumnElement[bool], ...]:
+    """The mark, while it is claimed by the holder of `attempt_key`."""
+    return (
+        col(MarkRow.id) == mark_id,
+        col(MarkRow.state) == MarkState.CLAIMED,
+        col(MarkRow.attempt_key) == attempt_key,
+    )
+
+
+def renew_claim(
+    db: Session, mark_id: int, attempt_key: str, lease_until: datetime, now: datetime
+) -> bool:
+    """Extend the lease of a claim this sweeper still holds; False when it lost the claim."""
+    stmt = (
+        update(MarkRow)
+        .where(*_held_claim(mark_id, attempt_key))
+        .values(lease_until=lease_until, updated_at=now)
+    )
+    return bool(db.execute(stmt, execution_options={"synchronize_session": False}).rowcount)  # type: ignore[attr-defined]
+
+
+def expire_armed_before(db: Session, cutoff: datetime, now: datetime) -> list[MarkRow]:
+    """armed -> expired for marks due before `cutoff`: a resume that late is not sent."""
+    expired = check_transition([MarkState.ARMED], MarkState.EXPIRED)
+    stmt = (
+        update(MarkRow)
+        .where(col(MarkRow.state) == MarkState.ARMED, col(MarkRow.due_at) < cutoff)
+        .values(
+            state=expired,
+            outcome="expired",
+            outcome_detail=f"still armed {cutoff.isoformat()} past its due time",
+            updated_at=now,
+        )
+        .returning(MarkRow)
+    )
+    return list(db.scalars(stmt, execution_options=_RETURN))
+
+
+#: The outcome detail of a mark expired because its session's host went unseen.
+HOST_UNSEEN = "host_unseen"
+
+
+def expire_host_unseen(
+    db: Session, seen_before: datetime, now: datetime, *, due_by: datetime | None = None
+) -> list[MarkRow]:
+    """armed -> expired for marks whose session's host was last seen before `seen_before`
+    (only those due by `due_by`, when given): nobody is there to take the resume. Sessions
+    whose host was never recorded as seen are left alone."""
+    expired = check_transition([MarkState.ARMED], MarkState.EXPIRED)
+    stale = select(col(SessionRow.root_id)).where(col(SessionRow.host_seen_at) < seen_before)
+    stmt = update(MarkRow).where(
+        col(MarkRow.state) == MarkState.ARMED, col(MarkRow.root_id).in_(stale)
+    )
+    if due_by is not None:
+        stmt = stmt.where(col(MarkRow.due_at) <= due_by)
+    stmt = stmt.values(
+        state=expired, outcome="expired", outcome_detail=HOST_UNSEEN, updated_at=now
+    ).returning(MarkRow)
+    return list(db.scalars(stmt, execution_options=_RETURN))
+
+
+def uncertain_marks(db: Session, limit: int) -> list[MarkRow]:
+    """Uncertain marks with an attempt key, oldest change first."""
+    stmt = (
+        select(MarkRow)
+        .where(col(MarkRow.state) == MarkState.UNCERTAIN, col(MarkRow.attempt_key).is_not(None))
+        .order_by(col(MarkRow.updated_at), col(MarkRow.id))
+        .limit(limit)
+    )
+    return list(db.scalars(stmt, execution_options={"populate_existing": True}))
+
+
+def marks_to_hold(db: Session, account_key: str, before: datetime) -> list[MarkRow]:
+    """The account's armed and claimed marks due before `before`."""
+    stmt = select(MarkRow).where(
+        col(MarkRow.account_key) == account_key,
+        col(MarkRow.state).in_((MarkState.ARMED, MarkState.CLAIMED)),
+        col(MarkRow.due_at) < before,
+    )
+    return list(db.scalars(stmt.order_by(col(MarkRow.id))))
+
+
+def move_due_later(db: Session, mark_id: int, due_at: datetime, now: datetime) -> bool:
+    """Set a live, not yet sending mark's due_at to `due_at` if that is later; True if moved."""
+    stmt = (
+        update(MarkRow)
+        .where(
+            col(MarkRow.id) == mark_id,
+            col(MarkRow.state).in_((MarkState.ARMED, MarkState.CLAIMED)),
+            col(MarkRow.due_at) < due_at,
+        )
+        .values(due_at=due_at, updated_at=now)
+    )
+    return bool(db.execute(stmt, execution_options={"synchronize_session": False}).rowcount)  # type: ignore[attr-defined]
+
+
+#: States of a mark whose resume reached (or may have reached) the host.
+RESUMED_STATES = (MarkState.SENDING, MarkState.DONE, MarkState.UNCERTAIN)
+
+
+def marks_a_report_concerns(
+    db: Session, root_id: str, run_id: str, attempt: int, open_states: Sequence[str]
+) -> list[MarkRow]:
+    """In one query, every mark a report of `attempt` of the run may change or be held by: the
+    session's marks in `open_states`, and the run's marks for earlier attempts whose resume
+    was sent (`sent_marks_of_run` picks those out)."""
+    params = {
+        "root_id": root_id,
+        "run_id": run_id,
+        "attempt": attempt,
+        "open_states": list(open_states),
+    }
+    found = db.scalars(_MARKS_A_REPORT_CONCERNS, params, execution_options=_REFRESH)
+    return list(found)
+
+
+_MARKS_A_REPORT_CONCERNS = select(MarkRow).where(
+    col(MarkRow.root_id) == bindparam("root_id"),
+    col(MarkRow.state).in_(bindparam("open_states", expanding=True))
+    | (
+        (col(MarkRow.run_id) == bindparam("run_id"))
+        & (col(MarkRow.attempt) < bindparam("attempt"))
+        & col(MarkRow.state).in_(RESUMED_STATES)
+        & col(MarkRow.sent_at).is_not(None)
+    ),
+)
+
+
+def sent_marks_of_run(marks: Sequence[MarkRow], run_id: str, below_attempt: int) -> list[MarkRow]:
+    """Of `marks`, the run's for attempts before `below_attempt` whose resume was sent, latest
+    send first (their states as last read or changed in this transaction)."""
+    sent = [
+        (mark.sent_at, mark)
+        for mark in marks
+        if mark.run_id == run_id
+        and mark.attempt < below_attempt
+        and mark.state in RESUMED_STATES
+        and mark.sent_at is not None
+    ]
+    sent.sort(key=lambda pair: pair[0], reverse=True)
+    return [mark for _, mark in sent]
+
+
+def release_claim(db: Session, mark_id: int, attempt_key: str, now: datetime) -> MarkRow | None:
+    """claimed -> armed for the holder of `attempt_key`: nothing was sent, anyone may claim it."""
+    armed = check_transition([MarkState.CLAIMED], MarkState.ARMED)
+    stmt = (
+        update(MarkRow)
+        .where(*_held_claim(mark_id, attempt_key))
+        .values(state=armed, claimed_by=None, attempt_key=None, lease_until=None, updated_at=now)
+        .returning(MarkRow)
+    )
+    return db.scalars(stmt, execution_options=_RETURN).first()

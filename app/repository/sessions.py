@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Table, bindparam, delete, exists, func, insert, select, update
+from sqlalchemy import bindparam, delete, exists, func, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.orm.attributes import instance_dict, set_committed_value
-from sqlmodel import Session, SQLModel, col
+from sqlmodel import Session, col
 
-from app.models import (
+from rewake.models import (
     AttemptRow,
     FailureRow,
     MarkRow,
@@ -23,104 +22,61 @@ from app.models import (
     TimelineRow,
     TombstoneRow,
 )
-from app.repository.prepared import Prepared, attached, row_of
 
 
 def _dialect(db: Session) -> str:
     return db.get_bind().dialect.name
 
 
-# The write routes' statements are built once: building a statement costs more than running
-# it on SQLite, and a built one finds its compiled form in the cache at once.
-
-# FOR NO KEY UPDATE: it excludes every other writer of the session, yet lets a sweeper append
-# timeline rows for it (their foreign key takes KEY SHARE on this row). With FOR UPDATE, a
-# request holding the session and waiting for a mark deadlocked with a sweeper holding that
-# mark and appending its timeline entry.
-_LOCK_SESSION = Prepared.rows_of(
-    SessionRow, col(SessionRow.root_id) == bindparam("root_id"), lock=True
-)
 _ONE_FAILURE = (
     (col(FailureRow.root_id) == bindparam("root_id"))
     & (col(FailureRow.run_id) == bindparam("run_id"))
     & (col(FailureRow.attempt) == bindparam("attempt"))
 )
-_FAILURE_OBSERVED_AT = Prepared(select(col(FailureRow.observed_at)).where(_ONE_FAILURE))
-_STORED_ANSWER = Prepared(
-    select(col(FailureRow.body_hash), col(FailureRow.answer)).where(_ONE_FAILURE)
-)
-_RUNS_OF_SESSION = (
-    select(RunRow)
-    .where(col(RunRow.root_id) == bindparam("root_id"))
-    .order_by(col(RunRow.created_at))
-)
-_GET_RUN = Prepared.rows_of(
-    RunRow,
-    (col(RunRow.root_id) == bindparam("root_id")) & (col(RunRow.run_id) == bindparam("run_id")),
-)
-_GET_FAILURE = Prepared.rows_of(FailureRow, _ONE_FAILURE)
-_TIMELINE = TimelineRow.__table__  # type: ignore[attr-defined]
-_APPEND_TIMELINE = Prepared(
-    insert(_TIMELINE), columns=[column.name for column in _TIMELINE.columns if column.name != "id"]
-)
-_TOMBSTONE_DELETED_AT = Prepared(
-    select(col(TombstoneRow.deleted_at)).where(col(TombstoneRow.root_id) == bindparam("root_id"))
-)
+_REFRESH = {"populate_existing": True}
 
 
 def lock_session(db: Session, root_id: str) -> SessionRow | None:
-    """The session row, locked until the transaction ends (PostgreSQL; SQLite is serialized)."""
-    session: SessionRow | None = _LOCK_SESSION.one(db, {"root_id": root_id})
-    return session
+    """The session row, locked until the transaction ends (PostgreSQL; SQLite is serialized).
+
+    FOR NO KEY UPDATE: it excludes every other writer of the session, yet lets a sweeper
+    append timeline rows for it (their foreign key takes KEY SHARE on this row). With FOR
+    UPDATE, a request holding the session and waiting for a mark deadlocked with a sweeper
+    holding that mark and appending its timeline entry."""
+    stmt = (
+        select(SessionRow)
+        .where(col(SessionRow.root_id) == root_id)
+        .with_for_update(key_share=True)
+    )
+    return db.scalars(stmt, execution_options=_REFRESH).first()
 
 
 #: What a new session row may be given beyond its key and its instants (`ensure_session`).
 FIRST_VALUES = ("state", "host_seen_at", "current_run_id", "current_attempt")
 
 
-def _create_session_stmt(dialect: str) -> Prepared:
-    insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
-    columns = ("root_id", "created_at", "updated_at", *FIRST_VALUES)
-    stmt = (
-        insert_fn(SessionRow)
-        .values({name: bindparam(name) for name in columns})
-        .on_conflict_do_nothing(index_elements=["root_id"])
-        .returning(col(SessionRow.root_id))
-    )
-    return Prepared(stmt, results=[col(SessionRow.root_id)])
-
-
-_CREATE_SESSION = {dialect: _create_session_stmt(dialect) for dialect in ("postgresql", "sqlite")}
-
-
 def ensure_session(
-    db: Session,
-    root_id: str,
-    now: datetime,
-    first: Mapping[str, Any] | None = None,
-    *,
-    attach: bool = True,
+    db: Session, root_id: str, now: datetime, first: Mapping[str, Any] | None = None
 ) -> tuple[SessionRow, bool]:
     """The locked session row, created on first sight; and whether it was created now.
 
     A created row is `running` unless `first` (names of FIRST_VALUES) says what it is from
-    the start, so that a caller that knows saves itself an UPDATE. The row this transaction
-    inserts is its own until the commit, so it is known from the values inserted; only when
-    another writer created it first is it read (and locked). A created row is added to the
-    session unless `attach` is false: then it is a copy whose changes the caller writes
-    itself (`update_now`); adding it costs a tenth of a failure report's writing."""
+    the start, so that a caller that knows saves itself an UPDATE. Concurrent first sights
+    insert once: the loser of the race reads (and locks) the winner's row."""
     values: dict[str, Any] = {
         "root_id": root_id, "state": "running", "created_at": now, "updated_at": now,
-        "host_seen_at": None, "current_run_id": None, "current_attempt": None,
     }  # fmt: skip
     if first:
         values |= {name: first[name] for name in FIRST_VALUES if name in first}
-    if _CREATE_SESSION[_dialect(db)].first(db, values) is not None:
-        unset = {name: None for name in _LOCK_SESSION.names if name not in values}
-        values |= unset
-        created: SessionRow = attached(db, SessionRow, values) if attach else row_of(
-            SessionRow, values
-        )
+    insert_fn = pg_insert if _dialect(db) == "postgresql" else sqlite_insert
+    stmt = (
+        insert_fn(SessionRow)
+        .values(values)
+        .on_conflict_do_nothing(index_elements=["root_id"])
+        .returning(SessionRow)
+    )
+    created = db.scalars(stmt, execution_options=_REFRESH).first()
+    if created is not None:
         return created, True
     row = lock_session(db, root_id)
     assert row is not None  # inserted or already there, and rows are only deleted under lock
@@ -143,12 +99,12 @@ def get_session(db: Session, root_id: str) -> SessionRow | None:
 
 
 def get_run(db: Session, root_id: str, run_id: str) -> RunRow | None:
-    run: RunRow | None = _GET_RUN.one(db, {"root_id": root_id, "run_id": run_id})
-    return run
+    return db.get(RunRow, (root_id, run_id))
 
 
 def list_runs(db: Session, root_id: str) -> list[RunRow]:
-    return list(db.scalars(_RUNS_OF_SESSION, {"root_id": root_id}))
+    stmt = select(RunRow).where(col(RunRow.root_id) == root_id).order_by(col(RunRow.created_at))
+    return list(db.scalars(stmt))
 
 
 def get_attempt(db: Session, root_id: str, run_id: str, attempt: int) -> AttemptRow | None:
@@ -165,41 +121,27 @@ def list_attempts(db: Session, root_id: str) -> list[AttemptRow]:
 
 
 def get_failure(db: Session, root_id: str, run_id: str, attempt: int) -> FailureRow | None:
-    params = {"root_id": root_id, "run_id": run_id, "attempt": attempt}
-    failure: FailureRow | None = _GET_FAILURE.one(db, params)
-    return failure
+    return db.get(FailureRow, (root_id, run_id, attempt))
 
 
 def failure_observed_at(db: Session, root_id: str, run_id: str, attempt: int) -> datetime | None:
-    """When a stored failure was observed (without loading its text).
-
-    Failures are written with `insert_now`, never left pending in the session, so this reads
-    through the connection without flushing the session first."""
-    params = {"root_id": root_id, "run_id": run_id, "attempt": attempt}
-    observed: datetime | None = _FAILURE_OBSERVED_AT.scalar(db, params)
+    """When a stored failure was observed (without loading its text)."""
+    stmt = select(col(FailureRow.observed_at)).where(_ONE_FAILURE)
+    observed: datetime | None = db.scalar(
+        stmt, {"root_id": root_id, "run_id": run_id, "attempt": attempt}
+    )
     return observed
 
 
 def stored_answer(
     db: Session, root_id: str, run_id: str, attempt: int
 ) -> tuple[str, dict[str, Any]] | None:
-    """A stored failure's body fingerprint and the answer it got, if it was reported (read as
-    `failure_observed_at` is)."""
-    row = _STORED_ANSWER.first(db, {"root_id": root_id, "run_id": run_id, "attempt": attempt})
+    """A stored failure's body fingerprint and the answer it got, if it was reported (without
+    loading its text)."""
+    stmt = select(col(FailureRow.body_hash), col(FailureRow.answer)).where(_ONE_FAILURE)
+    params = {"root_id": root_id, "run_id": run_id, "attempt": attempt}
+    row = db.execute(stmt, params).first()
     return (row[0], row[1]) if row is not None else None
-
-
-def _attempt_failed_stmt(dialect: str) -> Prepared:
-    insert_fn = pg_insert if dialect == "postgresql" else sqlite_insert
-    stmt = insert_fn(AttemptRow.__table__)  # type: ignore[attr-defined]
-    upsert = stmt.on_conflict_do_update(
-        index_elements=["root_id", "run_id", "attempt"],
-        set_={"status": stmt.excluded.status, "failed_at": stmt.excluded.failed_at},
-    )
-    return Prepared(upsert, columns=["root_id", "run_id", "attempt", "status", "failed_at"])
-
-
-_ATTEMPT_FAILED = {dialect: _attempt_failed_stmt(dialect) for dialect in ("postgresql", "sqlite")}
 
 
 def mark_attempt_failed(
@@ -207,6 +149,7 @@ def mark_attempt_failed(
 ) -> None:
     """The attempt failed: insert it, or set an existing one's status (one statement, run at
     once: the attempt's failure row refers to it)."""
+    insert_fn = pg_insert if _dialect(db) == "postgresql" else sqlite_insert
     values = {
         "root_id": root_id,
         "run_id": run_id,
@@ -214,7 +157,12 @@ def mark_attempt_failed(
         "status": "failed",
         "failed_at": now,
     }
-    _ATTEMPT_FAILED[_dialect(db)].run(db, values)
+    stmt = insert_fn(AttemptRow).values(values)
+    upsert = stmt.on_conflict_do_update(
+        index_elements=["root_id", "run_id", "attempt"],
+        set_={"status": stmt.excluded.status, "failed_at": stmt.excluded.failed_at},
+    )
+    db.execute(upsert)
 
 
 def list_failures(db: Session, root_id: str) -> list[FailureRow]:
@@ -231,55 +179,6 @@ def add(db: Session, row: Any) -> None:
     db.add(row)
 
 
-def insert_now(db: Session, row: SQLModel) -> None:
-    """Write a new row at once, in one plain INSERT, without adding it to the session.
-
-    For rows that the transaction does not change afterwards: the unit of work costs more than
-    the statement, and rows that refer to one another are written in the order of the calls
-    (a run before its attempt, the attempt before its failure). `row` stays as built (its
-    table must not rely on a generated key)."""
-    table = row.__table__  # type: ignore[attr-defined]
-    held = instance_dict(row)  # what getattr would read, without the descriptor per column
-    values = {column.name: held.get(column.key) for column in table.columns}
-    _insert_into(table).run(db, values)
-
-
-def update_now(db: Session, row: SQLModel, values: dict[str, Any]) -> None:
-    """Set `values` (column names) on a row read in this transaction, in one plain UPDATE at
-    once, and on `row` as if it had been read so.
-
-    For the failure route's session and run, as `insert_now` is for its new rows. `row` must
-    have no other unsaved change: the unit of work is left nothing to write."""
-    table: Table = row.__table__  # type: ignore[attr-defined]
-    keys = {f"key_{column.name}": getattr(row, column.key) for column in table.primary_key}
-    _update_by_key(table, tuple(values)).run(db, keys | values)
-    for name, value in values.items():
-        set_committed_value(row, name, value)
-
-
-_INSERTS: dict[Table, Prepared] = {}
-_UPDATES_BY_KEY: dict[tuple[Table, tuple[str, ...]], Prepared] = {}
-
-
-def _insert_into(table: Table) -> Prepared:
-    """INSERT INTO `table` every column, from parameters named as the columns."""
-    stmt = _INSERTS.get(table)
-    if stmt is None:
-        names = [column.name for column in table.columns]
-        stmt = _INSERTS[table] = Prepared(insert(table), columns=names)
-    return stmt
-
-
-def _update_by_key(table: Table, names: tuple[str, ...]) -> Prepared:
-    """UPDATE `table` SET `names` WHERE its key is :key_<column>."""
-    stmt = _UPDATES_BY_KEY.get((table, names))
-    if stmt is None:
-        where = [column == bindparam(f"key_{column.name}") for column in table.primary_key]
-        stmt = Prepared(update(table).where(*where), columns=names)
-        _UPDATES_BY_KEY[(table, names)] = stmt
-    return stmt
-
-
 def append_timeline(
     db: Session,
     root_id: str,
@@ -292,11 +191,8 @@ def append_timeline(
     mark_id: int | None = None,
     detail: dict[str, Any] | None = None,
 ) -> None:
-    """Append one entry to the session's timeline, in the caller's transaction.
-
-    Written at once in a plain INSERT (nothing reads an entry back while writing): every
-    write route appends one, and the unit of work would cost more than the statement. The
-    session row must be in the database already, as it is once locked or created."""
+    """Append one entry to the session's timeline, in the caller's transaction (one INSERT:
+    nothing reads an entry back while writing)."""
     values = {
         "root_id": root_id,
         "at": now,
@@ -307,7 +203,7 @@ def append_timeline(
         "mark_id": mark_id,
         "detail": detail or {},
     }
-    _APPEND_TIMELINE.run(db, values)
+    db.execute(insert(TimelineRow).values(values))
 
 
 def append_mark_event(
@@ -398,7 +294,8 @@ def get_tombstone(db: Session, root_id: str) -> TombstoneRow | None:
 
 def tombstone_deleted_at(db: Session, root_id: str) -> datetime | None:
     """When the root_id's tombstone was written; None when it has none."""
-    deleted_at: datetime | None = _TOMBSTONE_DELETED_AT.scalar(db, {"root_id": root_id})
+    stmt = select(col(TombstoneRow.deleted_at)).where(col(TombstoneRow.root_id) == root_id)
+    deleted_at: datetime | None = db.scalar(stmt)
     return deleted_at
 
 
@@ -431,10 +328,7 @@ def record_heartbeat(
         row.pid = pid
 
 
-_LATEST_HEARTBEAT = Prepared(select(func.max(col(SweeperHeartbeatRow.seen_at))))
-
-
 def latest_heartbeat(db: Session) -> datetime | None:
     """When any sweeper was last seen."""
-    latest: datetime | None = _LATEST_HEARTBEAT.scalar(db, {})
+    latest: datetime | None = db.scalar(select(func.max(col(SweeperHeartbeatRow.seen_at))))
     return latest

@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any
 
-from app.domain.instants import parse_instant
-from app.runner import records
-from app.runner.guard import SessionLock
-from app.runner.outcome import Classified, classify, failure_body
-from app.runner.providers import Provider, valid_cli_id
-from app.runner.records import RunRecord
-from app.runner.store import JSON, Store, StoreError
-from app.runner.supervise import Finished, Hooks, StopSignals, supervise, utc_now
-from app.runner.waiting import (
+from rewake.domain.instants import parse_instant
+from rewake.runner import records
+from rewake.runner.guard import SessionLock
+from rewake.runner.outcome import Classified, classify, failure_body
+from rewake.runner.providers import Provider, valid_cli_id
+from rewake.runner.records import RunRecord
+from rewake.runner.store import JSON, Store, StoreError
+from rewake.runner.supervise import Finished, Hooks, StopSignals, supervise, utc_now
+from rewake.runner.waiting import (
     Fire,
     Settled,
     finish,
@@ -372,6 +372,6 @@ class Runner:
 
 
 def _none_verdict() -> Any:
-    from parsers.verdict import Verdict
+    from rewake.parsers.verdict import Verdict
 
     return Verdict(kind="none")

@@ -20,7 +20,7 @@ from typing import Any
 
 #: How long one `--help` or `--version` may take (a CLI may check for updates first).
 PROBE_TIMEOUT_S = 15.0
-SWEEPER_FRESH_S = 90  # app.settings.SWEEPER_FRESH_S, not imported: doctor must not need a DB
+SWEEPER_FRESH_S = 90  # rewake.settings.SWEEPER_FRESH_S, not imported: doctor must not need a DB
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
@@ -143,7 +143,7 @@ def check_store(env: Mapping[str, str], now: datetime) -> StoreCheck:
 def _check_service(url: str, token: str | None, now: datetime) -> StoreCheck:
     import httpx
 
-    from app.domain.instants import instant
+    from rewake.domain.instants import instant
 
     lines = [f"store: the rewake service at {url} (REWAKE_URL)"]
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -163,7 +163,7 @@ def _check_service(url: str, token: str | None, now: datetime) -> StoreCheck:
 
 
 def _check_local_db(env: Mapping[str, str], now: datetime) -> StoreCheck:
-    from app.runner.store import StoreError, database_url, local_settings
+    from rewake.runner.store import StoreError, database_url, local_settings
 
     try:
         url = local_settings(env, create=False).sqlalchemy_url
@@ -191,8 +191,8 @@ def _check_local_db(env: Mapping[str, str], now: datetime) -> StoreCheck:
 def _latest_heartbeat(url: str) -> datetime | None:
     from sqlalchemy import inspect
 
-    from app.db import Database
-    from app.repository.sessions import latest_heartbeat
+    from rewake.db import Database
+    from rewake.repository.sessions import latest_heartbeat
 
     database = Database(url)
     try:
@@ -224,7 +224,7 @@ def sweeper_line(seen: datetime | None, now: datetime) -> str:
 
 
 def state_lines(env: Mapping[str, str], zone: str | None) -> list[str]:
-    from app.runner.records import state_dir
+    from rewake.runner.records import state_dir
 
     directory = state_dir(env)
     runs = directory / "runs"
@@ -240,7 +240,7 @@ def state_lines(env: Mapping[str, str], zone: str | None) -> list[str]:
 
 def run_doctor(env: Mapping[str, str], now: datetime) -> tuple[list[str], int]:
     """The report's lines and the exit status: 1 when something rewake needs is broken."""
-    from app.runner.hostzone import host_zone
+    from rewake.runner.hostzone import host_zone
 
     checks = [check_cli(name, env) for name in PROBES]
     lines = [line for check in checks for line in cli_lines(check)]

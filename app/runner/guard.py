@@ -19,8 +19,8 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from app.runner import records
-from app.runner.records import RecordError
+from rewake.runner import records
+from rewake.runner.records import RecordError
 
 
 class SessionBusy(Exception):

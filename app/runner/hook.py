@@ -10,7 +10,7 @@ API error) the hook reports the failure; documented as:
 
 `error` is one of rate_limit, authentication_failed, billing_error, invalid_request,
 server_error, max_output_tokens, unknown. The payload rarely says when a limit resets, so the
-hook also sends the last part of the session's transcript (app.runner.transcript) and lets the
+hook also sends the last part of the session's transcript (rewake.runner.transcript) and lets the
 parser decide.
 
 On `UserPromptSubmit` (the user typed a prompt; the payload adds `prompt`) and on
@@ -18,7 +18,7 @@ On `UserPromptSubmit` (the user typed a prompt; the payload adds `prompt`) and o
 by hand: for a session the hook reported before, the next attempt is recorded as started,
 which clears an armed auto-resume (`manual_resume`), so the conversation is never also resumed
 headless. While that headless resume is being sent or runs, the prompt is blocked instead
-(app.runner.hook_continue).
+(rewake.runner.hook_continue).
 
 Claude Code ignores a StopFailure hook's output and exit status, and a hook that hangs or
 crashes must never cost the user their session: every problem is one line on stderr (and in the
@@ -37,9 +37,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from app.runner import records
-from app.runner.store import JSON, Store, StoreError
-from app.runner.transcript import TranscriptTail, last_user_prompt, read_transcript_tail
+from rewake.runner import records
+from rewake.runner.store import JSON, Store, StoreError
+from rewake.runner.transcript import TranscriptTail, last_user_prompt, read_transcript_tail
 
 #: The hook payload is a few hundred bytes; anything past this is not a payload.
 MAX_STDIN_BYTES = 4 << 20
@@ -174,7 +174,7 @@ NO_TASK = "Continue the task in this directory from where it stopped."
 def resume_args(hook: HookInput, tail: TranscriptTail) -> list[str]:
     """The ARGS `rewake run` would have been given: the permission mode, `--`, the task.
     The resume form itself (`claude -p --resume <cli_session_id> ... -- <resume prompt>`) is
-    built by app.runner.providers from these; the task is used only by a fresh start."""
+    built by rewake.runner.providers from these; the task is used only by a fresh start."""
     flags = []
     if hook.permission_mode in PERMISSION_MODES:
         flags = ["--permission-mode", hook.permission_mode]
@@ -227,7 +227,7 @@ class HookResult:
     attempt: int | None = None
     armed: bool = False
     #: The prompt must not go on: rewake resumes this conversation headless right now
-    #: (app.runner.hook_continue); the command exits 2, the one non-zero status it has.
+    #: (rewake.runner.hook_continue); the command exits 2, the one non-zero status it has.
     blocked: bool = False
 
     def say(self, line: str) -> None:
@@ -257,7 +257,7 @@ def run_hook(
         return result
     if hook.hook_event_name in CONTINUE_EVENTS:
         # Imported here: that module builds on this one.
-        from app.runner.hook_continue import continue_by_hand
+        from rewake.runner.hook_continue import continue_by_hand
 
         continue_by_hand(hook, result, env=env, open_store=open_store)
         return result

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
-from app.runner import records
-from app.runner.guard import SessionLock
-from app.runner.hook import (
+from rewake.runner import records
+from rewake.runner.guard import SessionLock
+from rewake.runner.hook import (
     CONTINUED,
     RUN_ID,
     HookInput,
@@ -28,7 +28,7 @@ from app.runner.hook import (
     next_attempt,
     root_id_for,
 )
-from app.runner.store import JSON, Store, StoreError
+from rewake.runner.store import JSON, Store, StoreError
 
 #: Mark states in which the headless resume is, or may be, running (see guard.py).
 RESUMING_STATES = frozenset({"sending", "uncertain"})

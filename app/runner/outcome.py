@@ -1,7 +1,7 @@
 """After every exit of the CLI (exit status 0 included): read what it said, decide whether the
 attempt failed, and build the failure report the service stores.
 
-Structured events come first, the text tail second, through `parsers.parse` (as the service
+Structured events come first, the text tail second, through `rewake.parsers.parse` (as the service
 reads a report). An attempt failed when the CLI exited non-zero, was stopped, ended on an error
 event (Claude's `result` with is_error, Codex's `turn.failed`, Gemini's error `result`), or
 its output is a stop (provider_quota, login_required, other_failure). A transient throttle the
@@ -14,13 +14,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-# host_zone lives in app.runner.hostzone (one answer for `rewake run` and `rewake hook`); it is
+from rewake.parsers import parse
+from rewake.parsers.verdict import Verdict, format_instant
+
+# host_zone lives in rewake.runner.hostzone (one answer for `rewake run` and `rewake hook`); it is
 # re-exported here because run_cli imports it from this module.
-from app.runner.hostzone import host_zone as host_zone
-from app.runner.providers import Event, Provider
-from app.runner.supervise import Finished
-from parsers import parse
-from parsers.verdict import Verdict, format_instant
+from rewake.runner.hostzone import host_zone as host_zone
+from rewake.runner.providers import Event, Provider
+from rewake.runner.supervise import Finished
 
 #: Verdict kinds that stop a run whatever the exit status.
 STOP_KINDS = ("provider_quota", "login_required", "other_failure")

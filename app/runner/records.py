@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from app.runner.providers import valid_cli_id
+from rewake.runner.providers import valid_cli_id
 
 
 class RecordError(ValueError):
@@ -29,7 +29,7 @@ class RecordError(ValueError):
 
 def _safe_name(root_id: str) -> str:
     # Session names become file names: `../../x` must not reach outside the state directory.
-    from app.runner.store import StoreError, check_id
+    from rewake.runner.store import StoreError, check_id
 
     try:
         return check_id(root_id, "session name")

@@ -5,7 +5,7 @@
     rewake run --resume NAME [--fresh-if-missing] [--auto-resume] [--force] [-- PROMPT]
     rewake run --resume-of MARK_ID -- PROMPT        (what the command executor runs)
 
-Every form holds the session's lock (app.runner.guard) while it runs the CLI, and checks that
+Every form holds the session's lock (rewake.runner.guard) while it runs the CLI, and checks that
 the store answers before it spawns anything: an attempt that cannot be recorded is not started.
 
 Only the standard library is imported at module level: `rewake parse` builds the same argument
@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from app.runner.providers import PROVIDERS, UsageError
+from rewake.runner.providers import PROVIDERS, UsageError
 
 EXIT_USAGE = 2
 EXIT_NOT_FOUND = 127
@@ -92,10 +92,10 @@ def cli_version(program: str, env: dict[str, str] | None = None) -> str | None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from app.runner.guard import SessionBusy
-    from app.runner.records import RecordError
-    from app.runner.store import StoreError
-    from app.runner.supervise import ProgramNotFound
+    from rewake.runner.guard import SessionBusy
+    from rewake.runner.records import RecordError
+    from rewake.runner.store import StoreError
+    from rewake.runner.supervise import ProgramNotFound
 
     exits: list[tuple[type[Exception], int]] = [
         (SessionBusy, EXIT_BUSY),
@@ -129,9 +129,9 @@ def _dispatch(args: argparse.Namespace) -> int:
 def _runner(
     store: Any, record: Any, provider: Any, lock: Any, *, auto_resume: bool, wait: bool
 ) -> Any:
-    from app.executors.base import DEFAULT_PROMPT
-    from app.runner.attempts import Options, Runner
-    from app.runner.outcome import host_zone
+    from rewake.executors.base import DEFAULT_PROMPT
+    from rewake.runner.attempts import Options, Runner
+    from rewake.runner.outcome import host_zone
 
     prompt = os.environ.get("REWAKE_RESUME_PROMPT") or DEFAULT_PROMPT
     options = Options(
@@ -141,7 +141,7 @@ def _runner(
 
 
 def _session_name(value: str, what: str) -> str:
-    from app.runner.store import check_id
+    from rewake.runner.store import check_id
 
     try:
         return check_id(value, what)
@@ -152,7 +152,7 @@ def _session_name(value: str, what: str) -> str:
 def _open_checked_store() -> Any:
     """The store, once it has answered a cheap call: a CLI whose limit could not be recorded
     is not worth starting (the failure would be lost)."""
-    from app.runner.store import StoreError, open_store
+    from rewake.runner.store import StoreError, open_store
 
     store = None
     try:
@@ -192,10 +192,10 @@ def _refresh_version(record: Any) -> None:
 
 
 def _first_run(args: argparse.Namespace, rest: list[str]) -> int:
-    from app.runner import records
-    from app.runner.attempts import Step
-    from app.runner.guard import SessionLock
-    from app.runner.providers import resolve_command
+    from rewake.runner import records
+    from rewake.runner.attempts import Step
+    from rewake.runner.guard import SessionLock
+    from rewake.runner.providers import resolve_command
 
     provider, program, cli_args = resolve_command(args.provider, rest)
     name = _session_name(args.name or f"{provider.name}-{uuid.uuid4().hex[:8]}", "--name")
@@ -239,8 +239,8 @@ def _resume(args: argparse.Namespace, rest: list[str]) -> int:
     """A resume by hand: clears the mark (manual_resume), then the provider's resume form;
     refused while another rewake run holds the session, an automatic resume is sending (or
     may have run), or the session is cancelled (the last three unless --force)."""
-    from app.runner import records
-    from app.runner.guard import SessionLock
+    from rewake.runner import records
+    from rewake.runner.guard import SessionLock
 
     name = _session_name(args.resume, "--resume")
     lock = SessionLock(name)
@@ -256,7 +256,7 @@ def _resume(args: argparse.Namespace, rest: list[str]) -> int:
         record.fresh_if_missing = True
 
     def work(store: Any) -> int:
-        from app.runner.guard import manual_resume_refusal
+        from rewake.runner.guard import manual_resume_refusal
 
         refusal = manual_resume_refusal(store.get_mark(name), store.get_session(name))
         if refusal is not None and not args.force:
@@ -273,7 +273,7 @@ def _resume(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _manual_prompt() -> str:
-    from app.runner.attempts import MANUAL_PROMPT
+    from rewake.runner.attempts import MANUAL_PROMPT
 
     return MANUAL_PROMPT
 
@@ -281,8 +281,8 @@ def _manual_prompt() -> str:
 def _resume_of(mark_id: int, rest: list[str]) -> int:
     """The command executor's resume: the sweeper claimed mark `mark_id` and holds it in
     `sending`; the session is named by REWAKE_ROOT_ID."""
-    from app.runner import records
-    from app.runner.guard import SessionLock
+    from rewake.runner import records
+    from rewake.runner.guard import SessionLock
 
     root_id = os.environ.get("REWAKE_ROOT_ID")
     if not root_id:
@@ -316,7 +316,7 @@ def _run_resume(
     fresh_allowed: bool,
 ) -> int:  # fmt: skip
     """The provider's resume form under supervision, as the next attempt of `record`'s run."""
-    from app.runner.providers import provider_named
+    from rewake.runner.providers import provider_named
 
     _refresh_version(record)
     runner = _runner(store, record, provider_named(record.provider), lock, auto_resume=auto,

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 from zoneinfo import ZoneInfo
 
-from app.domain.ids import ID_HELP, ID_RE
+from rewake.domain.ids import ID_HELP, ID_RE
 
 JSON = dict[str, Any]
 T = TypeVar("T")
@@ -82,7 +82,7 @@ def check_id(value: str, what: str) -> str:
 def database_url(env: Mapping[str, str] | None = None, *, create: bool = True) -> tuple[str, str]:
     """(the local database's URL, where it came from): REWAKE_DATABASE_URL when set, else
     `rewake.db` in the state directory (created here unless `create` is false)."""
-    from app.runner.records import state_dir
+    from rewake.runner.records import state_dir
 
     env = os.environ if env is None else env
     if env.get("REWAKE_DATABASE_URL"):
@@ -97,7 +97,7 @@ def local_settings(env: Mapping[str, str] | None = None, *, create: bool = True)
     """The service settings from the environment, on the runner's database (`database_url`)."""
     from pydantic import ValidationError
 
-    from app.settings import Settings
+    from rewake.settings import Settings
 
     url, _where = database_url(env, create=create)
     try:
@@ -218,8 +218,8 @@ class LocalStore:
     ) -> None:
         from sqlalchemy.exc import ArgumentError
 
-        from app.db import Database
-        from app.migrations import upgrade
+        from rewake.db import Database
+        from rewake.migrations import upgrade
 
         self.settings = settings
         self.actor = actor or local_actor()
@@ -245,7 +245,7 @@ class LocalStore:
 
     def context(self) -> Any:
         """One call's view of the world: the clock is read here, once."""
-        from app.domain.context import Context
+        from rewake.domain.context import Context
 
         s = self.settings
         return Context(
@@ -259,7 +259,7 @@ class LocalStore:
         )
 
     def _run(self, work: Callable[[Any, Any], T], *, write: bool) -> T:
-        from app.domain.errors import DomainError
+        from rewake.domain.errors import DomainError
 
         ctx = self.context()
         try:
@@ -278,9 +278,9 @@ class LocalStore:
     def report_failure(self, root_id: str, run_id: str, body: Mapping[str, Any]) -> JSON:
         from pydantic import ValidationError
 
-        from app.api.schemas import FailureBody
-        from app.domain import failures
-        from parsers import parse
+        from rewake.api.schemas import FailureBody
+        from rewake.domain import failures
+        from rewake.parsers import parse
 
         check_id(root_id, "root_id")
         check_id(run_id, "run_id")
@@ -297,7 +297,7 @@ class LocalStore:
         return self._run(work, write=True)
 
     def record_attempt(self, root_id: str, run_id: str, attempt: int, status: str) -> JSON:
-        from app.domain import sessions
+        from rewake.domain import sessions
 
         check_id(root_id, "root_id")
         check_id(run_id, "run_id")
@@ -307,7 +307,7 @@ class LocalStore:
         )
 
     def set_auto_resume(self, root_id: str, *, enabled: bool, despite_native: bool = False) -> JSON:
-        from app.domain import marks
+        from rewake.domain import marks
 
         check_id(root_id, "root_id")
         return self._run(
@@ -318,13 +318,13 @@ class LocalStore:
         )
 
     def get_mark(self, root_id: str) -> JSON:
-        from app.domain import marks
+        from rewake.domain import marks
 
         check_id(root_id, "root_id")
         return self._run(lambda db, ctx: marks.mark_view(db, root_id, ctx), write=False)
 
     def manual_resume(self, root_id: str, run_id: str) -> JSON:
-        from app.domain import sessions
+        from rewake.domain import sessions
 
         check_id(root_id, "root_id")
         check_id(run_id, "run_id")
@@ -333,20 +333,20 @@ class LocalStore:
         )
 
     def cancel(self, root_id: str) -> JSON:
-        from app.domain import sessions
+        from rewake.domain import sessions
 
         check_id(root_id, "root_id")
         return self._run(lambda db, ctx: sessions.cancel_session(db, root_id, ctx), write=True)
 
     def get_session(self, root_id: str) -> JSON:
-        from app.domain import sessions
+        from rewake.domain import sessions
 
         check_id(root_id, "root_id")
         return self._run(lambda db, ctx: sessions.session_view(db, root_id, ctx), write=False)
 
     def list_sessions(self, *, limit: int = 50, **filters: str) -> JSON:
-        from app.domain import sessions
-        from app.repository.sessions import SessionFilter
+        from rewake.domain import sessions
+        from rewake.repository.sessions import SessionFilter
 
         where = SessionFilter(**filters)
         return self._run(

@@ -30,9 +30,9 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-from app.runner import records
-from app.runner.providers import Event, Provider
-from app.runner.render import Renderer
+from rewake.runner import records
+from rewake.runner.providers import Event, Provider
+from rewake.runner.render import Renderer
 
 #: Characters of non-event output kept for the failure report (its end: the banner is there).
 TAIL_CHARS = 64 * 1024

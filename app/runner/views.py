@@ -17,10 +17,10 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from app.domain.banners import banner_for, describe_wait, format_local
-from app.domain.instants import instant
-from app.domain.refusal_words import REFUSAL_REASONS
-from app.domain.session_json import current_failure as current_failure
+from rewake.domain.banners import banner_for, describe_wait, format_local
+from rewake.domain.instants import instant
+from rewake.domain.refusal_words import REFUSAL_REASONS
+from rewake.domain.session_json import current_failure as current_failure
 
 JSON = dict[str, Any]
 DASH = "—"

@@ -106,7 +106,7 @@ def display_zone() -> tzinfo | None:
 
 def _store_failure(command: str, error: Exception) -> int:
     """One line for a store that refused or failed; the exit status that says which."""
-    from app.runner.store import StoreError
+    from rewake.runner.store import StoreError
 
     if not isinstance(error, StoreError):
         print(f"rewake {command}: the store failed: {type(error).__name__}: {error}",
@@ -123,7 +123,7 @@ def _store_failure(command: str, error: Exception) -> int:
 def _with_store(command: str, now: datetime, work: Callable[[Any], int]) -> int:
     """Open the store, run `work`, close it; any store problem is one line and a status. A
     local store answers every call as of `now`, the command's one reading of the clock."""
-    from app.runner.store import open_store
+    from rewake.runner.store import open_store
 
     try:
         store = open_store(clock=lambda: now)
@@ -132,7 +132,7 @@ def _with_store(command: str, now: datetime, work: Callable[[Any], int]) -> int:
     try:
         return work(store)
     except Exception as error:  # only the store's own failures are caught below
-        from app.runner.store import StoreError
+        from rewake.runner.store import StoreError
 
         if isinstance(error, StoreError) or _is_database_error(error):
             return _store_failure(command, error)
@@ -150,8 +150,8 @@ def _is_database_error(error: Exception) -> bool:
 def run_ls(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from app.runner import views
-    from app.runner.store import StoreError
+    from rewake.runner import views
+    from rewake.runner.store import StoreError
 
     now, zone = datetime.now(UTC), display_zone()
     filters = {k: v for k in ("state", "provider") if (v := getattr(args, k))}
@@ -189,7 +189,7 @@ def _words(filters: dict[str, str]) -> str:
 def run_show(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from app.runner import views
+    from rewake.runner import views
 
     now, zone = datetime.now(UTC), display_zone()
     if (bad := _invalid_name("show", args.name)) is not None:
@@ -207,8 +207,8 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_auto_resume(args: argparse.Namespace) -> int:
-    from app.runner import records, views
-    from app.runner.store import StoreError
+    from rewake.runner import records, views
+    from rewake.runner.store import StoreError
 
     now, zone = datetime.now(UTC), display_zone()
     enabled = args.switch == "on"
@@ -241,7 +241,7 @@ def run_auto_resume(args: argparse.Namespace) -> int:
 
 def _invalid_name(command: str, name: str) -> int | None:
     """Bad usage (exit 2, with the reason) when NAME cannot be a session's root id at all."""
-    from app.runner.store import StoreError, check_id
+    from rewake.runner.store import StoreError, check_id
 
     try:
         check_id(name, "NAME")
@@ -272,7 +272,7 @@ def _set_fresh_if_missing(records: Any, root_id: str, enabled: bool) -> str | No
 
 
 def run_doctor_command(args: argparse.Namespace) -> int:
-    from app.runner.doctor import run_doctor
+    from rewake.runner.doctor import run_doctor
 
     lines, status = run_doctor(os.environ, datetime.now(UTC))
     for line in lines:
@@ -302,9 +302,9 @@ def run_hook_command(args: argparse.Namespace) -> int:
 def _hook_worker(
     args: argparse.Namespace, now: datetime, lines: list[str], blocked: list[bool]
 ) -> None:
-    from app.runner import hook
-    from app.runner.hostzone import host_zone
-    from app.runner.store import open_store
+    from rewake.runner import hook
+    from rewake.runner.hostzone import host_zone
+    from rewake.runner.store import open_store
 
     try:
         if sys.stdin is None or sys.stdin.isatty():
@@ -332,7 +332,7 @@ def _hook_worker(
 def _say(lines: list[str], now: datetime) -> None:
     """Each line on stderr and appended to <state dir>/hook.log (Claude Code shows neither).
     Nothing at all when there is nothing to say: a prompt in an unknown session."""
-    from app.runner.records import state_dir
+    from rewake.runner.records import state_dir
 
     if not lines:
         return

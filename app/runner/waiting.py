@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import IO, Any
 
-from app.domain.banners import describe_wait
-from app.domain.instants import parse_instant
-from app.runner.guard import SessionLock
-from app.runner.store import JSON, LocalStore, Store
+from rewake.domain.banners import describe_wait
+from rewake.domain.instants import parse_instant
+from rewake.runner.guard import SessionLock
+from rewake.runner.store import JSON, LocalStore, Store
 
 #: Mark states that will not change by themselves any more (uncertain waits for a person).
 SETTLED = ("done", "failed", "uncertain", "superseded", "logged", "cleared", "expired")
@@ -39,7 +39,7 @@ class Fire:
     record how the send ended (`finish`)."""
 
     store: LocalStore
-    delivery: Any  # app.executors.base.Delivery (imported lazily: rewake parse starts fast)
+    delivery: Any  # rewake.executors.base.Delivery (imported lazily: rewake parse starts fast)
 
 
 @dataclass(frozen=True)
@@ -63,8 +63,8 @@ def local_clock(at: datetime) -> str:
 
 def sweeper_alive(store: LocalStore, now: datetime) -> bool:
     """A sweeper wrote a heartbeat within SWEEPER_FRESH_S of `now`."""
-    from app.repository import sessions as repo
-    from app.settings import SWEEPER_FRESH_S
+    from rewake.repository import sessions as repo
+    from rewake.settings import SWEEPER_FRESH_S
 
     with store.database.reader() as db:
         seen = repo.latest_heartbeat(db)
@@ -101,8 +101,8 @@ def resume_path(store: Store, now: datetime) -> list[str]:
 def self_fire(store: LocalStore, mark_id: int, now: datetime) -> Fire | None:
     """Claim and start this one mark as a sweeper would; None when another writer won (or
     pacing holds it, in which case the claim is given back)."""
-    from app.sweeper import step
-    from app.sweeper.config import SweeperConfig
+    from rewake.sweeper import step
+    from rewake.sweeper.config import SweeperConfig
 
     config = SweeperConfig.from_settings(store.settings)
     database = store.database
@@ -125,19 +125,19 @@ def self_fire(store: LocalStore, mark_id: int, now: datetime) -> Fire | None:
 def finish(fire: Fire, now: datetime, state: str, code: str, detail: str | None) -> None:
     """Record how the resume this process fired ended (a no-op when the resumed attempt's
     own report already settled the mark)."""
-    from app.executors.base import Outcome
-    from app.sweeper import step
+    from rewake.executors.base import Outcome
+    from rewake.sweeper import step
 
     database = fire.store.database
     outcome = Outcome(state, code, detail)  # type: ignore[arg-type]
-    step.finish(database, step.database_clock(database, now), fire.delivery, outcome)
+    step.finish(database, step.database_clock(database, now), [(fire.delivery, outcome)])
 
 
 def moved_on(root_id: str, mark: JSON, attempt: int | None) -> str | None:
     """Why firing `mark` here would resume the wrong attempt (None when it would not): the
     mark must resume `attempt`, and the record on disk must still be at that attempt (a
     resume run by another process saves its attempt number before it starts the CLI)."""
-    from app.runner import records
+    from rewake.runner import records
 
     if attempt is None:
         return None

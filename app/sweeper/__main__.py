@@ -1,11 +1,11 @@
-"""`python -m app.sweeper` is `rewake sweep`."""
+"""`python -m rewake.sweeper` is `rewake sweep`."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from app.sweeper.cli import register
+from rewake.sweeper.cli import register
 
 
 def main() -> int:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from app.db import Database
-from app.executors.factory import build_executor
-from app.settings import Settings
-from app.sweeper.config import SweeperConfig
-from app.sweeper.metrics import SweeperMetrics
-from app.sweeper.notify import Notifier
-from app.sweeper.runtime import Sweeper
-from app.sweeper.watch import watcher_for
+from rewake.db import Database
+from rewake.executors.factory import build_executor
+from rewake.settings import Settings
+from rewake.sweeper.config import SweeperConfig
+from rewake.sweeper.metrics import SweeperMetrics
+from rewake.sweeper.notify import Notifier
+from rewake.sweeper.runtime import Sweeper
+from rewake.sweeper.watch import watcher_for
 
 
 def build_sweeper(

@@ -51,8 +51,8 @@ def register(subparsers: Any) -> None:
 
 def wait_for_schema(engine: Any, timeout_s: float | None, stop: threading.Event) -> int | None:
     """None once the schema is current; an exit status when it is newer, or never came."""
-    from app import migrations
-    from app.logs import log_event
+    from rewake import migrations
+    from rewake.logs import log_event
 
     started = time.monotonic()
     told = False
@@ -83,11 +83,11 @@ def run_sweep(args: argparse.Namespace) -> int:
     from prometheus_client import CollectorRegistry, start_http_server
     from pydantic import ValidationError
 
-    from app.db import Database
-    from app.executors.factory import ExecutorConfigError
-    from app.logs import configure_logging, log_event
-    from app.settings import Settings
-    from app.sweeper.build import build_sweeper
+    from rewake.db import Database
+    from rewake.executors.factory import ExecutorConfigError
+    from rewake.logs import configure_logging, log_event
+    from rewake.settings import Settings
+    from rewake.sweeper.build import build_sweeper
 
     try:
         settings = Settings()

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.sweeper.pacing import PacingRules
-from app.sweeper.timer import STEP_S
+from rewake.sweeper.pacing import PacingRules
+from rewake.sweeper.timer import STEP_S
 
 #: Seconds a send may take before it counts as lost, beyond the executor's own timeout.
 LEASE_MARGIN_S = 5.0
@@ -50,7 +50,7 @@ class SweeperConfig:
 
     @classmethod
     def from_settings(cls, settings: Any) -> SweeperConfig:
-        """The sweeper's view of `app.settings.Settings`."""
+        """The sweeper's view of `rewake.settings.Settings`."""
         lease_s = max(
             float(settings.sweep_lease_s), float(settings.webhook_timeout_s) + LEASE_MARGIN_S
         )

@@ -17,14 +17,14 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
-from app.db import Database
-from app.executors.base import Delivery, Executor, Outcome
-from app.logs import log_event
-from app.models import MarkRow
-from app.sweeper import step
-from app.sweeper.config import SweeperConfig
-from app.sweeper.metrics import SweeperMetrics
-from app.sweeper.notify import Notifier
+from rewake.db import Database
+from rewake.executors.base import Delivery, Executor, Outcome
+from rewake.logs import log_event
+from rewake.models import MarkRow
+from rewake.sweeper import step
+from rewake.sweeper.config import SweeperConfig
+from rewake.sweeper.metrics import SweeperMetrics
+from rewake.sweeper.notify import Notifier
 
 logger = logging.getLogger("rewake.sweeper")
 
@@ -216,7 +216,7 @@ class Dispatcher:
         now = self.clock()
         try:
             now = step.database_clock(self.database, now)
-            rows = step.finish_many(self.database, now, batch)
+            rows = step.finish(self.database, now, batch)
         except Exception as error:  # their leases run out and the reaper says uncertain
             log_event(logger, "outcome_not_recorded", logging.ERROR, error=repr(error))
             rows = [None] * len(batch)

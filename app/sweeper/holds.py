@@ -14,11 +14,11 @@ from datetime import timedelta
 
 from sqlmodel import Session
 
-from app.domain.context import Context, iso
-from app.domain.rules import due_at_for
-from app.models import FailureRow, MarkRow
-from app.repository import sessions as repo
-from app.sweeper import queries
+from rewake.domain.context import Context, iso
+from rewake.domain.rules import due_at_for
+from rewake.models import FailureRow, MarkRow
+from rewake.repository import marks as mark_repo
+from rewake.repository import sessions as repo
 
 #: A limit reported this soon after a resume counts as resuming into a live limit.
 LIVE_LIMIT_WINDOW = timedelta(minutes=10)
@@ -44,11 +44,11 @@ def hold_after_resume(
     `window_s` earlier, move the account's other armed and claimed marks to its new reset.
 
     `session_marks` holds at least the run's marks whose resume was sent for attempts before
-    the failure's (`queries.marks_a_report_concerns` reads them with the marks the report may
+    the failure's (`mark_repo.marks_a_report_concerns` reads them with the marks the report may
     settle): without such a mark nothing was resumed, and nothing more is read."""
     if failure.failure_kind != "provider_quota" or failure.reset_at is None:
         return HoldResult()
-    sent = queries.sent_marks_of_run(session_marks, failure.run_id, failure.attempt)
+    sent = mark_repo.sent_marks_of_run(session_marks, failure.run_id, failure.attempt)
     resumed = sent[0] if sent else None
     if resumed is None or resumed.sent_at is None:
         return HoldResult()
@@ -61,9 +61,9 @@ def hold_after_resume(
         return HoldResult(resumed_into_live_limit=live_limit)
     new_due = due_at_for(failure.reset_at, failure.resolution_s or 0, ctx.resume_delay_s, ctx.now)
     held: list[int] = []
-    for mark in queries.marks_to_hold(db, account, new_due):
+    for mark in mark_repo.marks_to_hold(db, account, new_due):
         assert mark.id is not None
-        if mark.root_id == failure.root_id or not queries.move_due_later(
+        if mark.root_id == failure.root_id or not mark_repo.move_due_later(
             db, mark.id, new_due, ctx.now
         ):
             continue

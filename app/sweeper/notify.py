@@ -11,10 +11,10 @@ from datetime import datetime
 
 import httpx
 
-from app.domain.marks import mark_json
-from app.executors.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
-from app.logs import log_event
-from app.models import MarkRow
+from rewake.domain.marks import mark_json
+from rewake.executors.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from rewake.logs import log_event
+from rewake.models import MarkRow
 
 logger = logging.getLogger("rewake.sweeper.notify")
 

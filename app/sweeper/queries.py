@@ -1,18 +1,19 @@
-"""The sweeper's queries beyond the claim and the compare-and-sets of app.marks: earliest due,
-account loads and locks, lease renewal, expiry, the account hold, and the uncertain backlog."""
+"""The sweeper's queries that are not about one mark: account loads, locks and starts, the
+CLI session ids a delivery needs, and the lock timeout of a start (every mark query is in
+rewake.repository.marks)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy import func, select, text
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col
 
-from app.models import AccountPacingRow, FailureRow, MarkRow, SessionRow
-from app.sweeper.pacing import AccountLoad
+from rewake.models import AccountPacingRow, FailureRow, MarkRow
+from rewake.sweeper.pacing import AccountLoad
 
 _RETURN = {"synchronize_session": False, "populate_existing": True}
 #: The first key of rewake's per-account advisory locks on PostgreSQL ("rwpa").
@@ -21,18 +22,6 @@ PACING_LOCK_CLASS = 0x72777061
 
 def _dialect(db: Session) -> str:
     return db.get_bind().dialect.name
-
-
-def earliest_armed_due(db: Session, exclude_accounts: Sequence[str] = ()) -> datetime | None:
-    """The earliest due_at among armed marks, leaving out marks of `exclude_accounts`."""
-    stmt = select(func.min(col(MarkRow.due_at))).where(col(MarkRow.state) == "armed")
-    if exclude_accounts:
-        stmt = stmt.where(
-            col(MarkRow.account_key).is_(None)
-            | col(MarkRow.account_key).not_in(list(exclude_accounts))
-        )
-    earliest: datetime | None = db.scalar(stmt)  # min() keeps the column's UTC type
-    return earliest
 
 
 def lock_accounts(db: Session, accounts: Sequence[str]) -> None:
@@ -81,156 +70,6 @@ def record_starts(db: Session, accounts: Sequence[str], now: datetime) -> None:
     db.execute(stmt)
 
 
-def lock_marks(db: Session, mark_ids: Sequence[int]) -> dict[int, MarkRow]:
-    """The marks as they are now, locked in id order until the transaction ends (PostgreSQL;
-    one lock order for every writer that locks several marks)."""
-    if not mark_ids:
-        return {}
-    stmt = (
-        select(MarkRow)
-        .where(col(MarkRow.id).in_(sorted(set(mark_ids))))
-        .order_by(col(MarkRow.id))
-        .with_for_update()
-    )
-    rows = db.scalars(stmt, execution_options={"populate_existing": True})
-    return {row.id: row for row in rows if row.id is not None}
-
-
-def renew_claim(
-    db: Session, mark_id: int, attempt_key: str, lease_until: datetime, now: datetime
-) -> bool:
-    """Extend the lease of a claim this sweeper still holds; False when it lost the claim."""
-    stmt = (
-        update(MarkRow)
-        .where(
-            col(MarkRow.id) == mark_id,
-            col(MarkRow.state) == "claimed",
-            col(MarkRow.attempt_key) == attempt_key,
-        )
-        .values(lease_until=lease_until, updated_at=now)
-    )
-    return bool(db.execute(stmt, execution_options={"synchronize_session": False}).rowcount)  # type: ignore[attr-defined]
-
-
-def expire_armed_before(db: Session, cutoff: datetime, now: datetime) -> list[MarkRow]:
-    """armed -> expired for marks due before `cutoff`: a resume that late is not sent."""
-    stmt = (
-        update(MarkRow)
-        .where(col(MarkRow.state) == "armed", col(MarkRow.due_at) < cutoff)
-        .values(
-            state="expired",
-            outcome="expired",
-            outcome_detail=f"still armed {cutoff.isoformat()} past its due time",
-            updated_at=now,
-        )
-        .returning(MarkRow)
-    )
-    return list(db.scalars(stmt, execution_options=_RETURN))
-
-
-#: The outcome detail of a mark expired because its session's host went unseen.
-HOST_UNSEEN = "host_unseen"
-
-
-def expire_host_unseen(
-    db: Session, seen_before: datetime, now: datetime, *, due_by: datetime | None = None
-) -> list[MarkRow]:
-    """armed -> expired for marks whose session's host was last seen before `seen_before`
-    (only those due by `due_by`, when given): nobody is there to take the resume. Sessions
-    whose host was never recorded as seen are left alone."""
-    stale = select(col(SessionRow.root_id)).where(col(SessionRow.host_seen_at) < seen_before)
-    stmt = update(MarkRow).where(col(MarkRow.state) == "armed", col(MarkRow.root_id).in_(stale))
-    if due_by is not None:
-        stmt = stmt.where(col(MarkRow.due_at) <= due_by)
-    stmt = stmt.values(
-        state="expired", outcome="expired", outcome_detail=HOST_UNSEEN, updated_at=now
-    ).returning(MarkRow)
-    return list(db.scalars(stmt, execution_options=_RETURN))
-
-
-def uncertain_marks(db: Session, limit: int) -> list[MarkRow]:
-    """Uncertain marks with an attempt key, oldest change first."""
-    stmt = (
-        select(MarkRow)
-        .where(col(MarkRow.state) == "uncertain", col(MarkRow.attempt_key).is_not(None))
-        .order_by(col(MarkRow.updated_at), col(MarkRow.id))
-        .limit(limit)
-    )
-    return list(db.scalars(stmt, execution_options={"populate_existing": True}))
-
-
-def marks_to_hold(db: Session, account_key: str, before: datetime) -> list[MarkRow]:
-    """The account's armed and claimed marks due before `before`."""
-    stmt = select(MarkRow).where(
-        col(MarkRow.account_key) == account_key,
-        col(MarkRow.state).in_(("armed", "claimed")),
-        col(MarkRow.due_at) < before,
-    )
-    return list(db.scalars(stmt.order_by(col(MarkRow.id))))
-
-
-def move_due_later(db: Session, mark_id: int, due_at: datetime, now: datetime) -> bool:
-    """Set a live, not yet sending mark's due_at to `due_at` if that is later; True if moved."""
-    stmt = (
-        update(MarkRow)
-        .where(
-            col(MarkRow.id) == mark_id,
-            col(MarkRow.state).in_(("armed", "claimed")),
-            col(MarkRow.due_at) < due_at,
-        )
-        .values(due_at=due_at, updated_at=now)
-    )
-    return bool(db.execute(stmt, execution_options={"synchronize_session": False}).rowcount)  # type: ignore[attr-defined]
-
-
-#: States of a mark whose resume reached (or may have reached) the host.
-RESUMED_STATES = ("sending", "done", "uncertain")
-
-
-def marks_a_report_concerns(
-    db: Session, root_id: str, run_id: str, attempt: int, open_states: Sequence[str]
-) -> list[MarkRow]:
-    """In one query, every mark a report of `attempt` of the run may change or be held by: the
-    session's marks in `open_states`, and the run's marks for earlier attempts whose resume
-    was sent (`sent_marks_of_run` picks those out)."""
-    params = {
-        "root_id": root_id,
-        "run_id": run_id,
-        "attempt": attempt,
-        "open_states": list(open_states),
-    }
-    found = db.scalars(_MARKS_A_REPORT_CONCERNS, params, execution_options=_REFRESH)
-    return list(found)
-
-
-_REFRESH = {"populate_existing": True}
-_MARKS_A_REPORT_CONCERNS = select(MarkRow).where(
-    col(MarkRow.root_id) == bindparam("root_id"),
-    col(MarkRow.state).in_(bindparam("open_states", expanding=True))
-    | (
-        (col(MarkRow.run_id) == bindparam("run_id"))
-        & (col(MarkRow.attempt) < bindparam("attempt"))
-        & col(MarkRow.state).in_(RESUMED_STATES)
-        & col(MarkRow.sent_at).is_not(None)
-    ),
-)
-
-
-def sent_marks_of_run(marks: Sequence[MarkRow], run_id: str, below_attempt: int) -> list[MarkRow]:
-    """Of `marks`, the run's for attempts before `below_attempt` whose resume was sent, latest
-    send first (their states as last read or changed in this transaction)."""
-    sent = [
-        (mark.sent_at, mark)
-        for mark in marks
-        if mark.run_id == run_id
-        and mark.attempt < below_attempt
-        and mark.state in RESUMED_STATES
-        and mark.sent_at is not None
-    ]
-    sent.sort(key=lambda pair: pair[0], reverse=True)
-    return [mark for _, mark in sent]
-
-
 def cli_session_ids(db: Session, marks: Sequence[MarkRow]) -> dict[tuple[str, str, int], str]:
     """The CLI session id each mark's failure named, for the command executor's
     `{session_id}`, keyed by (root_id, run_id, attempt)."""
@@ -249,21 +88,6 @@ def cli_session_ids(db: Session, marks: Sequence[MarkRow]) -> dict[tuple[str, st
         for root, run, attempt, session_id in db.execute(stmt).all()
         if (root, run, attempt) in wanted
     }
-
-
-def release_claim(db: Session, mark_id: int, attempt_key: str, now: datetime) -> MarkRow | None:
-    """claimed -> armed for the holder of `attempt_key`: nothing was sent, anyone may claim it."""
-    stmt = (
-        update(MarkRow)
-        .where(
-            col(MarkRow.id) == mark_id,
-            col(MarkRow.state) == "claimed",
-            col(MarkRow.attempt_key) == attempt_key,
-        )
-        .values(state="armed", claimed_by=None, attempt_key=None, lease_until=None, updated_at=now)
-        .returning(MarkRow)
-    )
-    return db.scalars(stmt, execution_options=_RETURN).first()
 
 
 def limit_lock_waits(db: Session, milliseconds: int) -> None:

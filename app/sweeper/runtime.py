@@ -24,16 +24,16 @@ from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
 
-from app.db import Database
-from app.executors.base import Executor
-from app.logs import log_event
-from app.sweeper import step
-from app.sweeper.config import SweeperConfig
-from app.sweeper.dispatcher import Dispatcher
-from app.sweeper.metrics import SweeperMetrics
-from app.sweeper.notify import Notifier
-from app.sweeper.timer import PreciseTimer, TimerHooks, utc_now
-from app.sweeper.watch import ChangeWatcher, PollingWatcher
+from rewake.db import Database
+from rewake.executors.base import Executor
+from rewake.logs import log_event
+from rewake.sweeper import step
+from rewake.sweeper.config import SweeperConfig
+from rewake.sweeper.dispatcher import Dispatcher
+from rewake.sweeper.metrics import SweeperMetrics
+from rewake.sweeper.notify import Notifier
+from rewake.sweeper.timer import PreciseTimer, TimerHooks, utc_now
+from rewake.sweeper.watch import ChangeWatcher, PollingWatcher
 
 logger = logging.getLogger("rewake.sweeper")
 

@@ -1,5 +1,5 @@
 """The sweep step as plain functions: each takes `now`, opens its own transaction, and returns
-what it did. The runtime (app.sweeper.runtime) only calls these.
+what it did. The runtime (rewake.sweeper.runtime) only calls these.
 
 `now` is read once at the edge, a timer turn or a sweep tick, through `database_clock`: on
 PostgreSQL that is the database's clock, so that all sweepers, on whatever machines, agree on
@@ -14,22 +14,23 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session
 
-from app.db import Database
-from app.domain.context import iso
-from app.domain.tombstones import purge_expired
-from app.executors.base import Delivery, Executor, Lookup, Outcome
-from app.marks import (
+from rewake.db import Database
+from rewake.domain.context import iso
+from rewake.domain.tombstones import purge_expired
+from rewake.executors.base import Delivery, Executor, Lookup, Outcome
+from rewake.mark_states import MarkState
+from rewake.marks import (
     SendResult,
     claim_due_marks,
-    mark_sending_many,
+    mark_sending,
     reap_expired_leases,
     record_outcomes,
 )
-from app.models import MarkRow
-from app.repository import marks as mark_repo
-from app.repository import sessions as repo
-from app.sweeper import queries
-from app.sweeper.pacing import PacingRules, accounts_of, plan_starts
+from rewake.models import MarkRow
+from rewake.repository import marks as mark_repo
+from rewake.repository import sessions as repo
+from rewake.sweeper import queries
+from rewake.sweeper.pacing import PacingRules, accounts_of, plan_starts
 
 #: How long a start may wait for a lock on PostgreSQL before backing off (below the server's
 #: deadlock_timeout of 1 s, so that in any lock cycle with an API request the sweeper yields).
@@ -122,7 +123,7 @@ def housekeeping(
     purge the tombstones past their retention (their root_ids may start new sessions)."""
     with database.writer() as db, db.begin():
         reaped = reap_expired_leases(db, now)
-        expired = queries.expire_armed_before(db, now - timedelta(seconds=expire_after_s), now)
+        expired = mark_repo.expire_armed_before(db, now - timedelta(seconds=expire_after_s), now)
         for row in expired:
             _timeline(db, row, now, "mark_expired", "sweeper", due_at=iso(row.due_at))
         expired += _expire_host_unseen(db, now, host_unseen_s)
@@ -138,11 +139,11 @@ def _expire_host_unseen(
     if host_unseen_s is None:
         return []
     seen_before = now - timedelta(seconds=host_unseen_s)
-    expired = queries.expire_host_unseen(db, seen_before, now, due_by=now if due_only else None)
+    expired = mark_repo.expire_host_unseen(db, seen_before, now, due_by=now if due_only else None)
     for row in expired:
         _timeline(
             db, row, now, "mark_expired", "sweeper", due_at=iso(row.due_at),
-            reason=queries.HOST_UNSEEN, host_seen_before=iso(seen_before),
+            reason=mark_repo.HOST_UNSEEN, host_seen_before=iso(seen_before),
         )  # fmt: skip
     return expired
 
@@ -229,14 +230,14 @@ def start(
         started = Started(now)
         queries.limit_lock_waits(db, START_LOCK_TIMEOUT_MS)
         queries.lock_accounts(db, [c.account_key for c in claims if c.account_key is not None])
-        current = queries.lock_marks(db, [c.mark_id for c in claims])
+        current = mark_repo.lock_marks(db, [c.mark_id for c in claims])
         rows: dict[int, MarkRow] = {}
         for claim_ in claims:
             row = current.get(claim_.mark_id)
             if row is None or row.state != "claimed" or row.attempt_key != claim_.attempt_key:
                 started.dropped.append(claim_.mark_id)
             elif row.due_at > now:
-                queries.release_claim(db, claim_.mark_id, claim_.attempt_key, now)
+                mark_repo.release_claim(db, claim_.mark_id, claim_.attempt_key, now)
                 _timeline(db, row, now, "mark_released", "sweeper", due_at=iso(row.due_at))
                 started.released.append(claim_.mark_id)
             else:
@@ -255,7 +256,7 @@ def start(
             now,
         )
         held = [(mark_id, rows[mark_id].attempt_key or "") for mark_id in plan.start]
-        moved = {row.id: row for row in mark_sending_many(db, held, now, lease_s)}
+        moved = {row.id: row for row in mark_sending(db, held, now, lease_s)}
         for mark_id in plan.start:
             row = moved.get(mark_id)
             if row is None:  # pragma: no cover - the row is locked by this transaction
@@ -275,7 +276,7 @@ def renew(
     with database.writer() as db, db.begin():
         lease_until = now + timedelta(seconds=lease_s)
         for claim_ in claims:
-            if queries.renew_claim(db, claim_.mark_id, claim_.attempt_key, lease_until, now):
+            if mark_repo.renew_claim(db, claim_.mark_id, claim_.attempt_key, lease_until, now):
                 renewed.append(
                     Claim(claim_.mark_id, claim_.attempt_key, claim_.account_key,
                           claim_.due_at, lease_until)
@@ -290,7 +291,7 @@ def release(database: Database, now: datetime, claims: Sequence[Claim]) -> int:
     released = 0
     with database.writer() as db, db.begin():
         for claim_ in claims:
-            row = queries.release_claim(db, claim_.mark_id, claim_.attempt_key, now)
+            row = mark_repo.release_claim(db, claim_.mark_id, claim_.attempt_key, now)
             if row is not None:
                 _timeline(db, row, now, "mark_released", "sweeper", reason="sweeper stopping")
                 released += 1
@@ -298,17 +299,11 @@ def release(database: Database, now: datetime, claims: Sequence[Claim]) -> int:
 
 
 def finish(
-    database: Database, now: datetime, delivery: Delivery, outcome: Outcome
-) -> MarkRow | None:
-    """sending -> the outcome's state, for the holder of the attempt key; None when the mark
-    was settled meanwhile (a later attempt's report, the reaper)."""
-    return finish_many(database, now, [(delivery, outcome)])[0]
-
-
-def finish_many(
     database: Database, now: datetime, results: Sequence[tuple[Delivery, Outcome]]
 ) -> list[MarkRow | None]:
-    """`finish` for several sends in one transaction; a row (or None) for each, in order."""
+    """sending -> each outcome's state, for the holder of the attempt key, in one
+    transaction; a row for each send, in order, or None where the mark was settled meanwhile
+    (a later attempt's report, the reaper)."""
     sends = [SendResult(d.mark_id, d.attempt_key, o.state, o.code, o.detail) for d, o in results]
     with database.writer() as db, db.begin():
         moved = {row.id: row for row in record_outcomes(db, sends, now)}
@@ -318,7 +313,7 @@ def finish_many(
 def earliest_due(database: Database, exclude_accounts: Sequence[str] = ()) -> datetime | None:
     """When the next armed mark falls due (leaving out accounts this sweeper cannot take)."""
     with database.reader() as db:
-        return queries.earliest_armed_due(db, exclude_accounts)
+        return mark_repo.earliest_armed_due(db, exclude_accounts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,7 +328,7 @@ def reconcile_uncertain(
     """Ask the host's lookup route about uncertain marks: seen -> done, never seen -> failed
     (not_sent). No answer leaves the mark uncertain; nothing is ever re-sent."""
     with database.reader() as db:
-        candidates = queries.uncertain_marks(db, limit)
+        candidates = mark_repo.uncertain_marks(db, limit)
     settled: list[Reconciled] = []
     for row in candidates:
         found = executor.lookup(delivery_of(row, row.updated_at, None), now)
@@ -353,7 +348,7 @@ def _settle_uncertain(
     said = found.detail or ("seen" if found.received else "never seen")
     with database.writer() as db, db.begin():
         moved = mark_repo.move_mark(
-            db, row.id, from_states=("uncertain",), to_state=state, now=now,
+            db, row.id, from_states=(MarkState.UNCERTAIN,), to_state=state, now=now,
             attempt_key=row.attempt_key, outcome=outcome, outcome_detail=f"host lookup: {said}",
         )  # fmt: skip
         if moved is None:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from app.logs import log_event
+from rewake.logs import log_event
 
 logger = logging.getLogger("rewake.sweeper.timer")
 

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from sqlalchemy.engine import make_url
 
-from app.logs import log_event
+from rewake.logs import log_event
 
 logger = logging.getLogger("rewake.sweeper.watch")
 

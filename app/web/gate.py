@@ -1,5 +1,5 @@
 """Where the web page's sign-in cookie stands in for a bearer token, and how a page refused
-by `app.api.deps.Auth` is answered.
+by `rewake.api.deps.Auth` is answered.
 
 The cookie holds a token's secret (HttpOnly, SameSite=Strict). It is honoured only where a
 request from another site cannot make use of it:
@@ -12,7 +12,7 @@ A bearer token in `Authorization` always wins; the cookie is read only without o
 
 With no token configured, loopback is the only credential, so two more rules keep other sites
 from borrowing a local browser: no cross-site writes, and no Host but a loopback name (DNS
-rebinding). This module imports nothing from `app.api`, which imports it.
+rebinding). This module imports nothing from `rewake.api`, which imports it.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from urllib.parse import quote
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.types import Scope
 
-from app.domain.errors import DomainError
-from app.settings import is_loopback
+from rewake.domain.errors import DomainError
+from rewake.settings import is_loopback
 
 #: The cookie that holds the signed-in token's secret.
 COOKIE = "rewake_token"
@@ -120,7 +120,7 @@ def page_refusal(refused: DomainError, scope: Scope) -> Response:
         return RedirectResponse(
             f"{SIGN_IN_PATH}?next={quote(target, safe='')}&why={why}", status_code=303
         )
-    from app.web.render import error_html  # render imports this module: import it late
+    from rewake.web.render import error_html  # render imports this module: import it late
 
     html = error_html(refused.status, refused.code, refused.detail)
     return HTMLResponse(html, status_code=refused.status)

@@ -14,12 +14,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
-from app.domain.banners import describe_wait, format_local
-from app.domain.context import iso
-from app.domain.errors import CODES
-from app.domain.instants import parse_instant
-from app.web.gate import COOKIE
-from app.web.views import REFUSAL_WORDS
+from rewake.domain.banners import describe_wait, format_local
+from rewake.domain.context import iso
+from rewake.domain.errors import CODES
+from rewake.domain.instants import parse_instant
+from rewake.web.gate import COOKIE
+from rewake.web.views import REFUSAL_WORDS
 
 HERE = Path(__file__).parent
 TEMPLATES = Jinja2Templates(directory=HERE / "templates")

@@ -1,6 +1,6 @@
 """The page routes: the sessions list at `/` and a session's page at `/sessions/{root_id}`.
 
-They call the same domain functions as the JSON API, under the same auth (`app.api.deps.Auth`,
+They call the same domain functions as the JSON API, under the same auth (`rewake.api.deps.Auth`,
 which also reads the sign-in cookie for these paths). Every refusal is an HTML page that says
 why, with the API's status and code; query parameters are read by hand so that bad input is
 such a page too, not a problem+json body.
@@ -13,15 +13,15 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from app.api.deps import Ctx, Reader, Svc
-from app.domain import marks, sessions
-from app.domain.errors import DomainError
-from app.domain.ids import ID_HELP, ID_RE
-from app.domain.rules import clean_text
-from app.repository.sessions import SessionFilter
-from app.web import detail, views
-from app.web.render import Times, error_page, page
-from parsers.verdict import PROVIDERS
+from rewake.api.deps import Ctx, Reader, Svc
+from rewake.domain import marks, sessions
+from rewake.domain.errors import DomainError
+from rewake.domain.ids import ID_HELP, ID_RE
+from rewake.domain.rules import clean_text
+from rewake.parsers.verdict import PROVIDERS
+from rewake.repository.sessions import SessionFilter
+from rewake.web import detail, views
+from rewake.web.render import Times, error_page, page
 
 router = APIRouter(include_in_schema=False)
 

@@ -1,5 +1,5 @@
 """Signing in to the web page: a token checked by the API's own `authenticate`, kept in an
-HttpOnly, SameSite=Strict cookie (see `app.web.gate` for where the cookie counts).
+HttpOnly, SameSite=Strict cookie (see `rewake.web.gate` for where the cookie counts).
 
 With no token configured there is nothing to sign in to: the API serves loopback only, and
 so does the page.
@@ -13,10 +13,10 @@ from urllib.parse import parse_qs, urlsplit
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from app.api.deps import Svc, authenticate
-from app.domain.errors import DomainError
-from app.web.gate import COOKIE, SIGN_IN_PATH
-from app.web.render import error_page, page
+from rewake.api.deps import Svc, authenticate
+from rewake.domain.errors import DomainError
+from rewake.web.gate import COOKIE, SIGN_IN_PATH
+from rewake.web.render import error_page, page
 
 router = APIRouter(include_in_schema=False)
 

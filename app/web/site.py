@@ -11,9 +11,9 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from app.web import routes, signin
-from app.web.gate import STATIC_PREFIX
-from app.web.render import STATIC_DIR, error_page
+from rewake.web import routes, signin
+from rewake.web.gate import STATIC_PREFIX
+from rewake.web.render import STATIC_DIR, error_page
 
 Handler = Callable[[Request, Exception], Awaitable[Response]]
 

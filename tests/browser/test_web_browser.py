@@ -25,8 +25,8 @@ from web_seed import (
     send_and_lose,
 )
 
-from app.web.gate import COOKIE
-from app.web.views import REFUSAL_WORDS
+from rewake.web.gate import COOKIE
+from rewake.web.views import REFUSAL_WORDS
 
 Page = Any  # playwright.sync_api.Page; Playwright is imported only once chromium is found
 

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 from conftest import OBSERVED, T0, Api, migrate, serve_api
 
-from app import marks as sweeper
+from rewake import marks as sweeper
 
 #: The scrollback a Claude Code host captured: the stop banner is the part marked as evidence.
 CLAUDE_SCROLLBACK = (  # as Claude Code prints it on Linux (● bullets), indents kept
@@ -81,12 +81,13 @@ def send_and_lose(api: Api, mark_id: int, outcome: str | None) -> None:
         (claimed,) = sweeper.claim_due_marks(db, now, 1, "sweeper-1", 60, only_ids=[mark_id])
     assert claimed.attempt_key is not None
     with api.database.durable_writer() as db, db.begin():
-        assert sweeper.mark_sending(db, mark_id, claimed.attempt_key, now, 60) is not None
+        assert sweeper.mark_sending(db, [(mark_id, claimed.attempt_key)], now, 60) != []
     with api.database.writer() as db, db.begin():
         if outcome is None:
             sweeper.reap_expired_leases(db, now + timedelta(seconds=61))
         else:
-            sweeper.record_outcome(db, mark_id, claimed.attempt_key, outcome, now)
+            sent = [sweeper.SendResult(mark_id, claimed.attempt_key, outcome)]
+            sweeper.record_outcomes(db, sent, now)
 
 
 def seed(api: Api) -> None:

@@ -26,7 +26,7 @@ def rewake(
     env: dict[str, str], *args: str, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args], input=stdin, capture_output=True, text=True,
+        [sys.executable, "-m", "rewake", *args], input=stdin, capture_output=True, text=True,
         env=env, cwd=str(REPO), timeout=60, check=False,
     )  # fmt: skip
 
@@ -159,7 +159,7 @@ def test_a_prompt_while_a_rewake_run_holds_the_session_lock_is_blocked(
     """With the session's SessionLock held (as `rewake run --resume-of` holds it while the
     headless Claude runs), `rewake hook claude` on a UserPromptSubmit exits 2 with the reason on
     stderr and records nothing; once the lock is free the prompt continues by hand (exit 0)."""
-    from app.runner.guard import SessionLock
+    from rewake.runner.guard import SessionLock
 
     env = rewake_env(f"sqlite:///{tmp_path / 'rewake.db'}", state_dir=tmp_path / "state")
     session_id = str(uuid.uuid4())

@@ -22,7 +22,7 @@ def test_the_hook_arms_and_rewake_run_resumes_the_conversation_once(tmp_path: Pa
     """hook --auto-resume arms; the sweeper spawns `rewake run --resume-of`, which runs
     `claude -p --resume <the session>` once, in the hook's cwd, never before the reset, and the
     resumed attempt's start settles the mark done."""
-    command = [sys.executable, "-m", "app.cli", "run", "--resume-of", "{mark_id}"]
+    command = [sys.executable, "-m", "rewake", "run", "--resume-of", "{mark_id}"]
     run_env = make_run_env(
         tmp_path, executor="command", command=json.dumps(command), command_grace_s=30,
         sweep_interval_s=1,
@@ -38,7 +38,7 @@ def test_the_hook_arms_and_rewake_run_resumes_the_conversation_once(tmp_path: Pa
     resets_at = int(time.time()) + 4
 
     hooked = subprocess.run(
-        [sys.executable, "-m", "app.cli", "hook", "claude", "--auto-resume"],
+        [sys.executable, "-m", "rewake", "hook", "claude", "--auto-resume"],
         input=stop_failure(run_env.work, session_id, resets_at), cwd=run_env.work,
         env=run_env.env, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip

@@ -9,7 +9,9 @@ import sqlite3
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from collections.abc import Iterator
+from importlib import metadata
 from pathlib import Path
 
 import httpx
@@ -18,7 +20,7 @@ from alembic.script import ScriptDirectory
 from sweeper_support import free_port, wait_until
 
 import alembic
-from app import migrations
+from rewake import migrations
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What a wheel is built from; everything else in the checkout stays out of the copy.
@@ -52,6 +54,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     run(sys.executable, "-m", "pip", "wheel", source, "--no-deps", "-q", "-w", work / "dist",
         cwd=work)  # fmt: skip
     [wheel] = (work / "dist").glob("rewake-*.whl")
+    with zipfile.ZipFile(wheel) as archive:
+        tops = {name.split("/")[0] for name in archive.namelist()}
+    assert {top for top in tops if not top.endswith(".dist-info")} == {"rewake"}, tops
     venv = work / "venv"
     run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=work)
     python = venv / "bin" / "python"
@@ -76,7 +81,7 @@ def rewake_env(database: Path) -> dict[str, str]:
 
 def test_installed_wheel_migrates_an_empty_database(installed: Path, tmp_path: Path) -> None:
     """`rewake migrate` from a wheel install finds its packaged scripts and creates the tables."""
-    where = "from app import migrations; print(migrations.script_location())"
+    where = "from rewake import migrations; print(migrations.script_location())"
     found = run(installed / "bin" / "python", "-c", where, cwd=tmp_path)
     assert Path(found.strip()).is_relative_to(installed), found
     database = tmp_path / "rewake.db"
@@ -86,6 +91,12 @@ def test_installed_wheel_migrates_an_empty_database(installed: Path, tmp_path: P
         [(revision,)] = connection.execute("SELECT version_num FROM alembic_version")
     assert tables >= TABLES
     assert revision == ScriptDirectory.from_config(migrations.alembic_config()).get_current_head()
+
+
+def test_installed_wheel_answers_python_m_rewake(installed: Path, tmp_path: Path) -> None:
+    """`python -m rewake --version` from a wheel install names the distribution's version."""
+    done = run(installed / "bin" / "python", "-m", "rewake", "--version", cwd=tmp_path)
+    assert done.strip() == f"rewake {metadata.version('rewake')}"
 
 
 def test_installed_wheel_serves_the_web_page(installed: Path, tmp_path: Path) -> None:
@@ -118,7 +129,8 @@ def test_installed_wheel_serves_the_web_page(installed: Path, tmp_path: Path) ->
 
 def test_install_without_scripts_refuses_to_serve(installed: Path, tmp_path: Path) -> None:
     """With its migration scripts gone, an install exits 2 from serve and migrate, saying so."""
-    scripts = next((installed / "lib").glob("python3*/site-packages")) / "app" / "migration_scripts"
+    purelib = next((installed / "lib").glob("python3*/site-packages"))
+    scripts = purelib / "rewake" / "migration_scripts"
     scripts.rename(scripts.with_name("moved_away"))
     env = rewake_env(tmp_path / "rewake.db")
     try:

@@ -86,8 +86,8 @@ def test_a_sweeper_on_the_log_executor_is_named_before_waiting(tmp_path: Path) -
     from run_support import make_run_env
     from sweeper_support import start_sweeper, stop_all
 
-    from app.db import Database
-    from app.repository import sessions as repo
+    from rewake.db import Database
+    from rewake.repository import sessions as repo
 
     env = make_run_env(tmp_path, executor="log")
     migrate(env.database_url)

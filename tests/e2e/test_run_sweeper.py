@@ -14,10 +14,10 @@ from conftest import migrate
 from run_support import RunEnv, attempts_of, epoch_in, make_run_env
 from sweeper_support import start_sweeper, stop_all, wait_until
 
-from app.db import Database
-from app.models import SweeperHeartbeatRow
-from app.repository import sessions as repo
-from app.runner.store import StoreError
+from rewake.db import Database
+from rewake.models import SweeperHeartbeatRow
+from rewake.repository import sessions as repo
+from rewake.runner.store import StoreError
 
 
 @contextmanager
@@ -42,7 +42,7 @@ def sweeper_running(run_env: RunEnv, tmp_path: Path) -> Iterator[None]:
 def test_a_running_sweeper_fires_the_resume_through_the_command_executor(tmp_path: Path) -> None:
     """With a sweeper alive, rewake run waits for it; the sweeper spawns `rewake run
     --resume-of`, which runs `claude -p --resume` once in the session's directory."""
-    command = [sys.executable, "-m", "app.cli", "run", "--resume-of", "{mark_id}"]
+    command = [sys.executable, "-m", "rewake", "run", "--resume-of", "{mark_id}"]
     run_env = make_run_env(tmp_path, executor="command", command=json.dumps(command))
     with sweeper_running(run_env, tmp_path):
         run_env.scenario({"do": "limit", "resets_at": epoch_in(1)}, {"do": "success"})
@@ -69,7 +69,7 @@ def test_a_conversation_found_missing_late_fails_the_sweepers_mark(tmp_path: Pat
     """The sweeper's `rewake run --resume-of` finds the conversation gone only 3 s into the
     resume (a slow start): with REWAKE_COMMAND_GRACE_S above that, as docs/run.md advises, the
     mark ends failed (conversation_missing), never done, and nothing starts afresh."""
-    command = [sys.executable, "-m", "app.cli", "run", "--resume-of", "{mark_id}"]
+    command = [sys.executable, "-m", "rewake", "run", "--resume-of", "{mark_id}"]
     run_env = make_run_env(
         tmp_path, executor="command", command=json.dumps(command), command_grace_s=30
     )
@@ -99,7 +99,7 @@ def test_a_mark_armed_by_the_sweepers_resume_is_not_fired_again(tmp_path: Path) 
     conversation): it says a later attempt took over and exits 0, leaving mark 2 armed."""
     from sqlalchemy import delete
 
-    command = [sys.executable, "-m", "app.cli", "run", "--resume-of", "{mark_id}"]
+    command = [sys.executable, "-m", "rewake", "run", "--resume-of", "{mark_id}"]
     run_env = make_run_env(tmp_path, executor="command", command=json.dumps(command))
     with sweeper_running(run_env, tmp_path):
         run_env.scenario(

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from alembic.script import ScriptDirectory
 
-from app import migrations
+from rewake import migrations
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -32,7 +32,7 @@ def rewake(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproce
     clean = {key: value for key, value in os.environ.items() if not key.startswith("REWAKE_")}
     clean["PYTHONPATH"] = str(ROOT)
     return subprocess.Popen(
-        [sys.executable, "-m", "app.cli", *args],
+        [sys.executable, "-m", "rewake", *args],
         cwd=cwd,
         env=clean | (env or {}),
         stderr=subprocess.PIPE,

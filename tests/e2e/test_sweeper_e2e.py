@@ -54,7 +54,7 @@ def api(tmp_path: Path) -> Iterator[Api]:
     )  # fmt: skip
     with (tmp_path / "api.log").open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--no-sweeper"],
+            [sys.executable, "-m", "rewake", "serve", "--port", str(port), "--no-sweeper"],
             env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO),
         )  # fmt: skip
     base = f"http://127.0.0.1:{port}"

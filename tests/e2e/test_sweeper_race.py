@@ -29,8 +29,8 @@ from sweeper_support import (
     wait_until,
 )
 
-from app.db import Database
-from app.models import LIVE_STATES
+from rewake.db import Database
+from rewake.models import LIVE_STATES
 
 MARKS = 500
 ACCOUNTS = 20
@@ -94,7 +94,7 @@ def test_four_sweepers_and_an_api_race(database_url: str, tmp_path: Path) -> Non
         port = free_port()
         with (tmp_path / "api.log").open("wb") as log:
             api = subprocess.Popen(
-                [sys.executable, "-m", "app.cli", "serve", "--port", str(port), "--no-sweeper"],
+                [sys.executable, "-m", "rewake", "serve", "--port", str(port), "--no-sweeper"],
                 env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO),
             )  # fmt: skip
         stop = threading.Event()

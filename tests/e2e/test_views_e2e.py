@@ -20,7 +20,7 @@ def rewake(
     env: dict[str, str], *args: str, stdin: str | None = None, cwd: Path = REPO
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.cli", *args], input=stdin, capture_output=True, text=True,
+        [sys.executable, "-m", "rewake", *args], input=stdin, capture_output=True, text=True,
         env={**env, "COLUMNS": "160"}, cwd=str(cwd), timeout=60, check=False,
     )  # fmt: skip
 

@@ -19,7 +19,7 @@ from conftest import (
     runs_url,
 )
 
-from app import marks as sweeper
+from rewake import marks as sweeper
 
 
 def mark_url(root_id: str) -> str:
@@ -39,10 +39,11 @@ def drive(api: Api, root_id: str, to: str, at: datetime | None = None) -> str:
     assert mine.id is not None and mine.attempt_key is not None
     if to != "claimed":
         with api.database.durable_writer() as db, db.begin():
-            assert sweeper.mark_sending(db, mine.id, mine.attempt_key, now, 60) is not None
+            assert sweeper.mark_sending(db, [(mine.id, mine.attempt_key)], now, 60) != []
     if to not in ("claimed", "sending"):
         with api.database.writer() as db, db.begin():
-            assert sweeper.record_outcome(db, mine.id, mine.attempt_key, to, now) is not None
+            sends = [sweeper.SendResult(mine.id, mine.attempt_key, to)]
+            assert sweeper.record_outcomes(db, sends, now) != []
     return mine.attempt_key
 
 

@@ -9,8 +9,8 @@ import pytest
 from conftest import NOT_STATED, OBSERVED, QUOTA, Api, failure, runs_url, serve_api
 from test_api_marks import arm
 
-from app.repository import sessions as repo
-from parsers import parse
+from rewake.parsers import parse
+from rewake.repository import sessions as repo
 
 
 def heartbeat(api: Api, at: datetime) -> None:
@@ -60,7 +60,7 @@ def test_metrics_count_failures_refusals_and_marks(http: httpx.Client, root_id: 
 
 
 def test_parse_route_returns_the_verdict_json(http: httpx.Client) -> None:
-    """POST /api/parse answers exactly what parsers.parse gives, and stores nothing."""
+    """POST /api/parse answers exactly what rewake.parsers.parse gives, and stores nothing."""
     body = {"message": QUOTA, "observed_at": OBSERVED, "zone": "Europe/Berlin"}
     answer = http.post("/api/parse", json=body)
     expected = parse(QUOTA, observed_at=datetime.fromisoformat(OBSERVED), zone="Europe/Berlin")

@@ -6,8 +6,8 @@ import schemathesis
 from conftest import ALICE, Api
 from hypothesis import HealthCheck, settings
 
-from app.api.app import create_app
-from app.settings import Settings
+from rewake.api.app import create_app
+from rewake.settings import Settings
 
 # The schema only: no database is opened to build it.
 schema = schemathesis.openapi.from_dict(create_app(Settings(database_url="sqlite://")).openapi())

@@ -10,8 +10,8 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 
-from app.db import Database
-from app.settings import normalize_database_url
+from rewake.db import Database
+from rewake.settings import normalize_database_url
 
 
 def _backend_pid(database: Database) -> int:

@@ -6,16 +6,13 @@ import uuid
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from sqlalchemy import text
 from sqlalchemy.dialects import sqlite
-from sqlalchemy.types import TypeDecorator
 
-from app import marks as sweeper
-from app.db import Database, UTCDateTime
-from app.models import MarkRow, SessionRow
-from app.repository import marks as mark_repo
+from rewake import marks as sweeper
+from rewake.db import Database, UTCDateTime
+from rewake.models import MarkRow, SessionRow
+from rewake.repository import marks as mark_repo
 
 EST = timezone(timedelta(hours=-5))
 
@@ -75,31 +72,9 @@ def test_naive_datetimes_are_refused(sqlite_url: str) -> None:
     database.dispose()
 
 
-@settings(max_examples=300, deadline=None)
-@given(
-    st.datetimes(
-        min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30),
-        timezones=st.sampled_from([UTC, EST, timezone(timedelta(hours=5, minutes=45))]),
-    )
-)  # fmt: skip
-def test_the_sqlite_text_is_the_one_sqlalchemy_writes(value: datetime) -> None:
-    """UTCDateTime's one-step SQLite bind gives, for any aware instant, the text that its
-    check-then-convert step and SQLite's DATETIME formatting give together."""
-    dialect = sqlite.dialect()
-    column = UTCDateTime().dialect_impl(dialect)
-    one_step = column.bind_processor(dialect)
-    two_steps = TypeDecorator.bind_processor(column, dialect)
-    assert one_step is not None and two_steps is not None
-    assert one_step(value) == two_steps(value)
-    utc = value.astimezone(UTC)
-    assert one_step(value) == (
-        f"{utc.year:04d}-{utc.month:02d}-{utc.day:02d} "
-        f"{utc.hour:02d}:{utc.minute:02d}:{utc.second:02d}.{utc.microsecond:06d}"
-    )
-
-
 def test_the_sqlite_bind_refuses_what_is_no_aware_datetime() -> None:
-    """The one-step bind keeps the checks: None stays NULL, naive and non-datetimes raise."""
+    """The SQLite bind keeps UTCDateTime's checks: None stays NULL, naive and non-datetimes
+    raise."""
     dialect = sqlite.dialect()
     process = UTCDateTime().dialect_impl(dialect).bind_processor(dialect)
     assert process is not None
@@ -111,8 +86,8 @@ def test_the_sqlite_bind_refuses_what_is_no_aware_datetime() -> None:
 
 
 def test_the_sqlite_bind_gives_each_instant_its_own_text_when_they_alternate() -> None:
-    """The last instant's text is kept for the same object only: alternating instants, and an
-    equal instant in another zone, each get the right text."""
+    """Each instant is bound as its own UTC text: alternating instants, and the same wall time
+    in another zone, each get the right text."""
     dialect = sqlite.dialect()
     process = UTCDateTime().dialect_impl(dialect).bind_processor(dialect)
     assert process is not None

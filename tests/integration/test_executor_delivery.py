@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from hosts.example_host import ExampleHost
 
-from app.executors.base import DEFAULT_PROMPT, Delivery
-from app.executors.command import CommandExecutor
-from app.executors.webhook import WebhookExecutor
+from rewake.executors.base import DEFAULT_PROMPT, Delivery
+from rewake.executors.command import CommandExecutor
+from rewake.executors.webhook import WebhookExecutor
 
 SECRET = "host-secret-0123456789"
 SESSION = "0b6f3f3e-8d1c-4c53-9a0e-3c1f5f0d2a11"
@@ -199,8 +199,8 @@ def test_notifier_posts_failed_and_uncertain_marks() -> None:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     from threading import Thread
 
-    from app.models import MarkRow
-    from app.sweeper.notify import Notifier
+    from rewake.models import MarkRow
+    from rewake.sweeper.notify import Notifier
 
     received: list[tuple[dict[str, object], str]] = []
 

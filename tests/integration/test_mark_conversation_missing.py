@@ -10,11 +10,11 @@ import pytest
 from conftest import T0
 from sweeper_support import arm, context, marks_by_root
 
-from app.db import Database
-from app.domain.failures import FailureReport, report_failure
-from app.sweeper import step
-from app.sweeper.pacing import PacingRules
-from parsers import parse
+from rewake.db import Database
+from rewake.domain.failures import FailureReport, report_failure
+from rewake.parsers import parse
+from rewake.sweeper import step
+from rewake.sweeper.pacing import PacingRules
 
 LIMIT = "Claude AI usage limit reached|{epoch}"
 

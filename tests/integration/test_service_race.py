@@ -10,13 +10,13 @@ from typing import Any
 
 from conftest import QUOTA, QUOTA_LATER
 
-from app.db import Database
-from app.domain import failures, marks
-from app.domain.context import Context
-from app.domain.errors import DomainError
-from app.repository import marks as mark_repo
-from app.repository import sessions as repo
-from parsers import parse
+from rewake.db import Database
+from rewake.domain import failures, marks
+from rewake.domain.context import Context
+from rewake.domain.errors import DomainError
+from rewake.parsers import parse
+from rewake.repository import marks as mark_repo
+from rewake.repository import sessions as repo
 
 OBSERVED = datetime(2026, 11, 30, 13, 5, tzinfo=UTC)
 SESSIONS = 30

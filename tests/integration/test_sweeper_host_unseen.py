@@ -12,17 +12,17 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import select
 from sweeper_support import arm, context, marks_by_root
 
-from app.db import Database
-from app.domain.marks import set_auto_resume
-from app.domain.sessions import manual_resume, record_attempt
-from app.executors.log import LogExecutor
-from app.models import MarkRow, SessionRow, TimelineRow
-from app.settings import Settings
-from app.sweeper.config import SweeperConfig
-from app.sweeper.metrics import SweeperMetrics
-from app.sweeper.notify import Notifier
-from app.sweeper.pacing import PacingRules
-from app.sweeper.runtime import Sweeper
+from rewake.db import Database
+from rewake.domain.marks import set_auto_resume
+from rewake.domain.sessions import manual_resume, record_attempt
+from rewake.executors.log import LogExecutor
+from rewake.models import MarkRow, SessionRow, TimelineRow
+from rewake.settings import Settings
+from rewake.sweeper.config import SweeperConfig
+from rewake.sweeper.metrics import SweeperMetrics
+from rewake.sweeper.notify import Notifier
+from rewake.sweeper.pacing import PacingRules
+from rewake.sweeper.runtime import Sweeper
 
 UNSEEN_S = 3600.0
 

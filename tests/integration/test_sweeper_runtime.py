@@ -23,20 +23,20 @@ from sweeper_support import (
     wait_until,
 )
 
-from app import migrations
-from app.db import Database
-from app.domain.failures import FailureReport, report_failure
-from app.executors.base import Outcome
-from app.executors.log import LogExecutor
-from app.models import SweeperHeartbeatRow, TimelineRow, TombstoneRow
-from app.repository import sessions as repo
-from app.settings import Settings
-from app.sweeper import step
-from app.sweeper.config import SweeperConfig
-from app.sweeper.metrics import SweeperMetrics
-from app.sweeper.pacing import PacingRules
-from app.sweeper.runtime import Sweeper
-from parsers import parse
+from rewake import migrations
+from rewake.db import Database
+from rewake.domain.failures import FailureReport, report_failure
+from rewake.executors.base import Outcome
+from rewake.executors.log import LogExecutor
+from rewake.models import SweeperHeartbeatRow, TimelineRow, TombstoneRow
+from rewake.parsers import parse
+from rewake.repository import sessions as repo
+from rewake.settings import Settings
+from rewake.sweeper import step
+from rewake.sweeper.config import SweeperConfig
+from rewake.sweeper.metrics import SweeperMetrics
+from rewake.sweeper.pacing import PacingRules
+from rewake.sweeper.runtime import Sweeper
 
 
 def make_sweeper(database: Database, **config: object) -> Sweeper:
@@ -102,7 +102,7 @@ def test_resume_into_live_limit_holds_the_account(database: Database) -> None:
     mine = [c for c in claims if c.mark_id == marks[first].id]
     step.release(database, due, [c for c in claims if c.mark_id != marks[first].id])
     started = step.start(database, due, mine, PacingRules(5, 0), lease_s=60)
-    step.finish(database, due, started.deliveries[0], Outcome("done", "done"))
+    step.finish(database, due, [(started.deliveries[0], Outcome("done", "done"))])
     new_reset = int((due + timedelta(hours=2)).timestamp())
     later = due + timedelta(minutes=3)
     with database.writer() as db, db.begin():
@@ -126,7 +126,7 @@ def test_resume_into_live_limit_holds_the_account(database: Database) -> None:
 
 def _run_sweep(url: str, *args: str, **settings: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "app.sweeper", *args], env=rewake_env(url, **settings),
+        [sys.executable, "-m", "rewake.sweeper", *args], env=rewake_env(url, **settings),
         cwd=str(REPO), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 
@@ -207,7 +207,7 @@ def test_serve_runs_a_sweeper_in_process(tmp_path: Path) -> None:
     auth = {"Authorization": "Bearer serve-token-0123456789"}
     with (tmp_path / "serve.log").open("wb") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "app.cli", "serve", "--port", str(port)],
+            [sys.executable, "-m", "rewake", "serve", "--port", str(port)],
             env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO),
         )  # fmt: skip
     try:

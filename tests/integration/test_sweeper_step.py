@@ -10,13 +10,14 @@ import pytest
 from hosts.example_host import ExampleHost
 from sweeper_support import arm, context, marks_by_root, seed_marks
 
-from app.db import Database
-from app.domain.sessions import cancel_session
-from app.executors.base import Outcome
-from app.executors.webhook import WebhookExecutor
-from app.marks import mark_sending
-from app.sweeper import step
-from app.sweeper.pacing import PacingRules
+from rewake.db import Database
+from rewake.domain.sessions import cancel_session
+from rewake.executors.base import Outcome
+from rewake.executors.webhook import WebhookExecutor
+from rewake.marks import mark_sending
+from rewake.repository import marks as mark_repo
+from rewake.sweeper import step
+from rewake.sweeper.pacing import PacingRules
 
 LEASE = 60.0
 NO_PACING = PacingRules(max_in_flight=100, stagger_s=0)
@@ -89,7 +90,7 @@ def test_cleared_or_deleted_after_claim_is_never_sent(database: Database, prefix
     with database.writer() as db, db.begin():
         cancel_session(db, roots[0], context(now))
     with database.writer() as db, db.begin():
-        from app.repository.sessions import delete_session_rows
+        from rewake.repository.sessions import delete_session_rows
 
         delete_session_rows(db, roots[1])
     started = step.start(database, now, claims, NO_PACING, lease_s=LEASE)
@@ -102,10 +103,9 @@ def test_held_after_claim_goes_back_to_armed(database: Database, prefix: str) ->
     now = datetime.now(UTC)
     roots = seed_marks(database, 1, prefix=prefix, due_at=lambda _n: now - timedelta(seconds=1))
     (claim,) = claim_mine(database, now, roots)
-    from app.sweeper import queries
 
     with database.writer() as db, db.begin():
-        assert queries.move_due_later(db, claim.mark_id, now + timedelta(hours=1), now)
+        assert mark_repo.move_due_later(db, claim.mark_id, now + timedelta(hours=1), now)
     started = step.start(database, now, [claim], NO_PACING, lease_s=LEASE)
     assert started.deliveries == [] and started.released == [claim.mark_id]
     assert marks_by_root(database, roots)[roots[0]].state == "armed"
@@ -131,7 +131,7 @@ def test_pacing_holds_an_accounts_second_start(database: Database, prefix: str) 
     assert len(second.deliveries) == 1
     (third,) = [c for c in waiting if c.mark_id in second.waiting]
     assert second.waiting[third.mark_id] is None  # two in flight: wait for a finish
-    step.finish(database, later, first.deliveries[0], Outcome("done", "done"))
+    step.finish(database, later, [(first.deliveries[0], Outcome("done", "done"))])
     last = step.start(database, later + timedelta(seconds=10), [third], rules, lease_s=LEASE)
     assert len(last.deliveries) == 1
 
@@ -142,8 +142,8 @@ def test_outcome_recorded_once_for_the_key_holder(database: Database, prefix: st
     roots = seed_marks(database, 1, prefix=prefix, due_at=lambda _n: now - timedelta(seconds=1))
     started = step.start(database, now, claim_mine(database, now, roots), NO_PACING, lease_s=LEASE)
     (delivery,) = started.deliveries
-    assert step.finish(database, now, delivery, Outcome("done", "done", "ok")) is not None
-    assert step.finish(database, now, delivery, Outcome("failed", "http_500")) is None
+    assert step.finish(database, now, [(delivery, Outcome("done", "done", "ok"))]) != [None]
+    assert step.finish(database, now, [(delivery, Outcome("failed", "http_500"))]) == [None]
     row = marks_by_root(database, roots)[roots[0]]
     assert (row.state, row.outcome, row.outcome_detail) == ("done", "done", "ok")
 
@@ -162,7 +162,7 @@ def test_housekeeping_reaps_and_expires(database: Database, prefix: str) -> None
     step.release(database, now, [c for c in claims if c.mark_id not in mine])
     sending_id = marks[roots[1]].id
     with database.writer() as db, db.begin():
-        assert mark_sending(db, sending_id, mine[sending_id].attempt_key, now, 1) is not None
+        assert mark_sending(db, [(sending_id, mine[sending_id].attempt_key or "")], now, 1) != []
     step.release(database, now, [mine[marks[roots[2]].id]])
     later = now + timedelta(seconds=5)
     done = step.housekeeping(database, later, expire_after_s=3600, tombstone_retention_days=365)
@@ -232,9 +232,7 @@ def test_outcomes_recorded_together_each_fenced_by_its_key(database: Database, p
     started = step.start(database, now, claim_mine(database, now, roots), NO_PACING, lease_s=LEASE)
     first, second, third = sorted(started.deliveries, key=lambda d: d.root_id)
     with database.writer() as db, db.begin():
-        from app.marks import mark_sending_many
-
-        assert mark_sending_many(db, [(first.mark_id, second.attempt_key)], now, LEASE) == []
+        assert mark_sending(db, [(first.mark_id, second.attempt_key)], now, LEASE) == []
     step.housekeeping(
         database,
         now + timedelta(seconds=LEASE + 1),
@@ -242,7 +240,7 @@ def test_outcomes_recorded_together_each_fenced_by_its_key(database: Database, p
         tombstone_retention_days=365,
     )
     later = now + timedelta(seconds=LEASE + 2)
-    rows = step.finish_many(
+    rows = step.finish(
         database, later,
         [(first, Outcome("done", "done", "a")), (second, Outcome("failed", "http_500", "b")),
          (third, Outcome("done", "done", "c"))],
@@ -252,7 +250,7 @@ def test_outcomes_recorded_together_each_fenced_by_its_key(database: Database, p
     started = step.start(database, now, claim_mine(database, now, fresh), NO_PACING, lease_s=LEASE)
     a, b, c = sorted(started.deliveries, key=lambda d: d.root_id)
     forged = type(c)(**{**{f: getattr(c, f) for f in c.__slots__}, "attempt_key": a.attempt_key})
-    rows = step.finish_many(
+    rows = step.finish(
         database, now,
         [(a, Outcome("done", "done", "a")), (b, Outcome("failed", "http_500", "b")),
          (forged, Outcome("done", "done", "forged"))],

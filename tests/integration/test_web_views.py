@@ -1,4 +1,4 @@
-"""The words the web page derives from the API's JSON (app.web.views, app.web.detail): pure
+"""The words the web page derives from the API's JSON (rewake.web.views, rewake.web.detail): pure
 functions, tested without a server."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.web import detail, views
+from rewake.web import detail, views
 
 
 def mark(**fields: Any) -> dict[str, Any]:

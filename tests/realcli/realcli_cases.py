@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo, available_timezones
 
-from parsers import Verdict
+from rewake.parsers import Verdict
 
 #: Zones the CLIs run under: half- and quarter-hour offsets, both hemispheres, UTC, unset.
 ZONES: tuple[str | None, ...] = (

@@ -34,8 +34,8 @@ from realcli_cases import (
 from realcli_drive import Box, Tmux, claude_env, cli_binary, json_lines, run_headless, waits_for
 from realcli_install import CLAUDE, CLAUDE_OLD, Pin
 
-from app.runner.hostzone import host_zone
-from parsers import parse
+from rewake.parsers import parse
+from rewake.runner.hostzone import host_zone
 
 pytestmark = pytest.mark.realcli
 

@@ -30,8 +30,8 @@ from realcli_cases import (
 from realcli_drive import Box, cli_binary, codex_env, json_lines, run_headless
 from realcli_install import CODEX
 
-from app.runner.hostzone import host_zone
-from parsers import parse
+from rewake.parsers import parse
+from rewake.runner.hostzone import host_zone
 
 pytestmark = pytest.mark.realcli
 

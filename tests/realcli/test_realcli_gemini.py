@@ -39,8 +39,8 @@ from realcli_drive import (
 )
 from realcli_install import GEMINI
 
-from app.runner.hostzone import host_zone
-from parsers import parse
+from rewake.parsers import parse
+from rewake.runner.hostzone import host_zone
 
 pytestmark = pytest.mark.realcli
 

@@ -58,8 +58,8 @@ def rewake_env(box: Box, cli_env: dict[str, str]) -> dict[str, str]:
 
 
 def session_of(box: Box, root_id: str) -> dict[str, Any]:
-    from app.runner.store import LocalStore
-    from app.settings import Settings
+    from rewake.runner.store import LocalStore
+    from rewake.settings import Settings
 
     store = LocalStore(Settings(database_url=f"sqlite:///{box.root / 'rewake.db'}"),
                        migrate=False)  # fmt: skip
@@ -70,8 +70,8 @@ def session_of(box: Box, root_id: str) -> dict[str, Any]:
 
 
 def sessions_of(box: Box) -> list[dict[str, Any]]:
-    from app.runner.store import LocalStore
-    from app.settings import Settings
+    from rewake.runner.store import LocalStore
+    from rewake.settings import Settings
 
     store = LocalStore(Settings(database_url=f"sqlite:///{box.root / 'rewake.db'}"),
                        migrate=False)  # fmt: skip
@@ -126,7 +126,7 @@ def start_run(name: str, pin: Pin, root: Path, argv: list[str]) -> Supervised:
         env = gemini_env(box, binary, mock.url, "Australia/Adelaide")
         truth = datetime.fromtimestamp(now + 310, UTC)  # refined from the mock's answer
     process = subprocess.Popen(
-        [sys.executable, "-m", "app.cli", "run", "--provider", pin.cli, "--name", name,
+        [sys.executable, "-m", "rewake", "run", "--provider", pin.cli, "--name", name,
          "--auto-resume", "--", *argv],
         cwd=box.work, env=rewake_env(box, env), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
@@ -187,7 +187,7 @@ def test_rewake_run_resumes_real_gemini_once_after_the_reset(runs: dict[str, Sup
 def hook_settings(box: Box) -> dict[str, Any]:
     env = (f"PYTHONPATH={REPO} REWAKE_STATE_DIR={box.root / 'state'} "
            f"REWAKE_DATABASE_URL=sqlite:///{box.root / 'rewake.db'}")  # fmt: skip
-    rewake = f"{env} {sys.executable} -m app.cli hook claude"
+    rewake = f"{env} {sys.executable} -m rewake hook claude"
     return {"hooks": {
         "StopFailure": [{"matcher": "rate_limit", "hooks": [
             {"type": "command", "command": f"{rewake} --auto-resume", "timeout": 30}]}],

@@ -81,11 +81,20 @@ def log_invocation(cli: str, outcome: dict[str, Any]) -> None:
             out.write(json.dumps(line) + "\n")
 
 
+def write_pid(path: Path, pid: int) -> None:
+    """Write `pid` to `path` whole or not at all: a test waits for the file to exist and then
+    reads it, and a plain write let it read the file empty, between its creation and the
+    write."""
+    partial = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    partial.write_text(str(pid))
+    partial.replace(path)  # a rename within one folder is atomic
+
+
 def hang(on_stop: Any) -> None:
     """Wait for a signal, as a CLI busy with a long turn; SIGINT/SIGTERM end it."""
     pidfile = os.environ.get("STANDIN_PIDFILE")
     if pidfile:
-        Path(pidfile).write_text(str(os.getpid()))
+        write_pid(Path(pidfile), os.getpid())
 
     def stop(signum: int, _frame: Any) -> None:
         on_stop()
@@ -108,7 +117,7 @@ def spawn_grandchild() -> None:
     )  # fmt: skip
     pidfile = os.environ.get("STANDIN_PIDFILE")
     if pidfile:
-        Path(pidfile + ".gc").write_text(str(child.pid))
+        write_pid(Path(pidfile + ".gc"), child.pid)
 
 
 def value(argv: list[str], *names: str) -> str | None:

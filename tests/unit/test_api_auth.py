@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.api.deps import authenticate
-from app.domain.errors import DomainError
-from app.settings import Settings
+from rewake.api.deps import authenticate
+from rewake.domain.errors import DomainError
+from rewake.settings import Settings
 
 
 def settings(tokens: str | None) -> Settings:

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from app.api.json_body import BODY_CUT, cap_depth, load_json_body
+from rewake.api.json_body import BODY_CUT, cap_depth, load_json_body
 
 
 def test_cap_depth_cuts_only_past_the_depth_and_skips_strings() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from app.settings import Settings
+from rewake.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from sqlalchemy.engine import make_url
 
-from app.settings import normalize_database_url
+from rewake.settings import normalize_database_url
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPILERS = {"gcc", "g++", "cc", "c++", "clang", "make", "build-essential", "cpp", "binutils"}

@@ -17,7 +17,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from app.settings import Settings
+from rewake.settings import Settings
 
 K8S = Path(__file__).resolve().parents[2] / "docs" / "k8s"
 MANIFESTS = sorted(K8S.glob("*.yaml"))

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from app.domain.errors import DomainError
-from app.domain.rules import (
+from rewake.domain.errors import DomainError
+from rewake.domain.rules import (
     EVENTS_CUT,
     EVENTS_MAX_DEPTH,
     MESSAGE_LIMIT_CHARS,

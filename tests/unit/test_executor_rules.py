@@ -8,11 +8,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.executors.base import DEFAULT_PROMPT, Delivery, audit_note
-from app.executors.command import CommandConfigError, CommandExecutor, parse_argv_template
-from app.executors.signing import sign, verify
-from app.executors.templates import TemplateError, check_template, fill
-from app.executors.webhook import WebhookConfigError, WebhookExecutor, outcome_of
+from rewake.executors.base import DEFAULT_PROMPT, Delivery, audit_note
+from rewake.executors.command import CommandConfigError, CommandExecutor, parse_argv_template
+from rewake.executors.signing import sign, verify
+from rewake.executors.templates import TemplateError, check_template, fill
+from rewake.executors.webhook import WebhookConfigError, WebhookExecutor, outcome_of
 
 SESSION = "0b6f3f3e-8d1c-4c53-9a0e-3c1f5f0d2a11"
 

@@ -8,9 +8,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from parsers.grammar import Gated, read_duration, wrappable
-from parsers.text import normalize
-from parsers.timeres import (
+from rewake.parsers.grammar import Gated, read_duration, wrappable
+from rewake.parsers.text import normalize
+from rewake.parsers.timeres import (
     Fold,
     Gap,
     Reset,
@@ -24,8 +24,8 @@ from parsers.timeres import (
     to_24h,
     wall_instant,
 )
-from parsers.verdict import Refusal
-from parsers.zones import iana_zone, printed_zone
+from rewake.parsers.verdict import Refusal
+from rewake.parsers.zones import iana_zone, printed_zone
 
 NEW_YORK = ZoneInfo("America/New_York")
 

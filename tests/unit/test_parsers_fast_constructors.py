@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from parsers import Evidence, Refusal, Verdict
-from parsers.structured import json_lines, may_hold_json
-from parsers.text import normalize
-from parsers.verdict import new_evidence, new_verdict
+from rewake.parsers import Evidence, Refusal, Verdict
+from rewake.parsers.structured import json_lines, may_hold_json
+from rewake.parsers.text import normalize
+from rewake.parsers.verdict import new_evidence, new_verdict
 
 
 def test_bounded_line_looks_equal_line_bounds_capped_by_reach() -> None:

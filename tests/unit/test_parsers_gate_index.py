@@ -6,11 +6,11 @@ import random
 from datetime import UTC, datetime
 from pathlib import Path
 
-import parsers
-from parsers import claude, codex, gemini
-from parsers.findings import Context
-from parsers.grammar import Gated, GateIndex
-from parsers.text import normalize
+from rewake import parsers
+from rewake.parsers import claude, codex, gemini
+from rewake.parsers.findings import Context
+from rewake.parsers.grammar import Gated, GateIndex
+from rewake.parsers.text import normalize
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 ALL_GATES = (*claude.GATES, *codex.GATES, *gemini.GATES)

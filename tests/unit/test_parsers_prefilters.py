@@ -8,9 +8,9 @@ from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
 from zoneinfo import ZoneInfo
 
-from parsers import claude, timeres
-from parsers.grammar import Gated, all_needles
-from parsers.text import _FOLD, fold, normalize
+from rewake.parsers import claude, timeres
+from rewake.parsers.grammar import Gated, all_needles
+from rewake.parsers.text import _FOLD, fold, normalize
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 
@@ -150,7 +150,7 @@ def test_codex_and_gemini_gates_never_hide_a_match() -> None:
     """Every Codex and Gemini gated pattern finds, with its needle test, exactly what its
     regex finds without it, on every corpus text and wrapped, re-spaced and joined variants
     of it: a needle that a line break can split would hide a banner the regex reads."""
-    from parsers import codex, gemini
+    from rewake.parsers import codex, gemini
 
     rng = random.Random(14)
     texts = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]

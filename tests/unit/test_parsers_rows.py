@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from parsers import parse
+from rewake.parsers import parse
 
 OBSERVED = datetime(2026, 7, 5, 10, 0, tzinfo=UTC)
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from sweeper_support import free_port
 
-from app.cli import main
-from app.runner import doctor
+from rewake.cli import main
+from rewake.runner import doctor
 
 NOW = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from app.cli import main
-from app.runner import hook, records
-from app.runner.store import JSON, StoreError, check_id
-from app.runner.transcript import TranscriptTail
-from app.runner.transcript import read_transcript_tail as transcript_tail
+from rewake.cli import main
+from rewake.runner import hook, records
+from rewake.runner.store import JSON, StoreError, check_id
+from rewake.runner.transcript import TranscriptTail
+from rewake.runner.transcript import read_transcript_tail as transcript_tail
 
 NOW = datetime(2026, 11, 30, 14, 5, tzinfo=UTC)
 SID = "00893aaf-19fa-41d2-8238-13269b9b3ca0"
@@ -256,9 +256,9 @@ def test_a_failure_is_reported_recorded_and_armed_with_auto_resume(tmp_path: Pat
 
 
 def test_the_record_resumes_through_rewake_runs_claude_resume_form() -> None:
-    """app.runner.providers turns the hook's record into `claude -p --resume <id>` with the
+    """rewake.runner.providers turns the hook's record into `claude -p --resume <id>` with the
     session's permission mode and the executor's prompt (and a fresh start into the task)."""
-    from app.runner.providers import provider_named
+    from rewake.runner.providers import provider_named
 
     rows = [{"type": "user", "message": {"content": "ship it"}}]
     args = hook.resume_args(hook.HookInput(SID, permission_mode="plan"), TranscriptTail(rows))
@@ -326,8 +326,8 @@ def test_the_command_exits_0_with_one_stderr_line_on_non_json_stdin(
 
 
 def local_store(tmp_path: Path, now: datetime) -> Any:
-    from app.runner.store import LocalStore
-    from app.settings import Settings
+    from rewake.runner.store import LocalStore
+    from rewake.settings import Settings
 
     return LocalStore(Settings(database_url=f"sqlite:///{tmp_path / 'r.db'}"), clock=lambda: now)
 
@@ -478,7 +478,7 @@ def test_a_prompt_while_a_rewake_run_holds_the_session_lock_is_blocked(tmp_path:
     recorded, no store opened; once the lock is free the same prompt continues as before."""
     import fcntl
 
-    from app.runner.hook_continue import lock_holder
+    from rewake.runner.hook_continue import lock_holder
 
     assert fire(tmp_path, limit_payload(tmp_path, "a1")).armed
     env = {"REWAKE_STATE_DIR": str(tmp_path / "state")}

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from app.runner import outcome
-from app.runner.hostzone import host_zone
+from rewake.runner import outcome
+from rewake.runner.hostzone import host_zone
 
 
 def etc(root: Path, *, timezone: str | None = None, link: str | None = None) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.runner.providers import (
+from rewake.runner.providers import (
     Provider,
     UsageError,
     provider_named,

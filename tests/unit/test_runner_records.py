@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from app.runner import records
-from app.runner.guard import SessionBusy, SessionLock, manual_resume_refusal
-from app.runner.records import RecordError, RunRecord
+from rewake.runner import records
+from rewake.runner.guard import SessionBusy, SessionLock, manual_resume_refusal
+from rewake.runner.records import RecordError, RunRecord
 
 
 @pytest.fixture(autouse=True)

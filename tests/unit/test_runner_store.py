@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from app.cli import main
-from app.runner.store import LocalStore, StoreError
-from app.settings import Settings
+from rewake.cli import main
+from rewake.runner.store import LocalStore, StoreError
+from rewake.settings import Settings
 
 FIXED = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 
@@ -80,7 +80,7 @@ def test_rewake_run_says_one_line_and_exits_5_on_a_corrupt_database(corrupt: Pat
     import sys
 
     done = subprocess.run(
-        [sys.executable, "-m", "app.cli", "run", "--name", "t1", "claude", "--", "fix it"],
+        [sys.executable, "-m", "rewake", "run", "--name", "t1", "claude", "--", "fix it"],
         capture_output=True, text=True, env=dict(os.environ), timeout=60, check=False,
     )  # fmt: skip
     err = done.stderr.strip().splitlines()
@@ -92,7 +92,7 @@ def test_rewake_run_says_one_line_and_exits_5_on_a_corrupt_database(corrupt: Pat
 def locked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalStore]:
     """A migrated store whose database another connection holds with BEGIN IMMEDIATE; the busy
     timeout cut to 50 ms so the write gives up at once."""
-    monkeypatch.setattr("app.db.SQLITE_BUSY_TIMEOUT_MS", 50)
+    monkeypatch.setattr("rewake.db.SQLITE_BUSY_TIMEOUT_MS", 50)
     monkeypatch.setenv("REWAKE_STATE_DIR", str(tmp_path / "state"))
     store = store_on(f"sqlite:///{tmp_path / 'r.db'}")
     holder = sqlite3.connect(tmp_path / "r.db", isolation_level=None)
@@ -119,12 +119,12 @@ def test_a_report_that_meets_a_locked_database_goes_to_the_outbox(
 ) -> None:
     """`rewake run`'s failure report on a locked local database is kept in
     <state>/outbox/ (as for an unreachable service) and the terminal names the file."""
-    from app.runner.attempts import Options, Runner
-    from app.runner.outcome import Classified
-    from app.runner.providers import provider_named
-    from app.runner.records import RunRecord
-    from app.runner.supervise import Finished
-    from parsers.verdict import Verdict
+    from rewake.parsers.verdict import Verdict
+    from rewake.runner.attempts import Options, Runner
+    from rewake.runner.outcome import Classified
+    from rewake.runner.providers import provider_named
+    from rewake.runner.records import RunRecord
+    from rewake.runner.supervise import Finished
 
     record = RunRecord(root_id="o1", run_id="r1", provider="claude", cwd=str(tmp_path),
                        args=["-p", "x"])  # fmt: skip

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from app.runner import records, waiting
-from app.runner.records import RunRecord
-from app.runner.store import LocalStore
-from app.runner.waiting import Fire, Settled, wait_for_mark
+from rewake.runner import records, waiting
+from rewake.runner.records import RunRecord
+from rewake.runner.store import LocalStore
+from rewake.runner.waiting import Fire, Settled, wait_for_mark
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 DUE = (NOW - timedelta(seconds=1)).isoformat()

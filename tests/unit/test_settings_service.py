@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from app.settings import Settings, is_loopback, normalize_database_url, parse_tokens
+from rewake.settings import Settings, is_loopback, normalize_database_url, parse_tokens
 
 
 def test_defaults_work_with_no_environment(monkeypatch: pytest.MonkeyPatch) -> None:

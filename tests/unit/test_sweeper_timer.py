@@ -12,8 +12,8 @@ import pytest
 import time_machine
 from apscheduler.schedulers.background import BackgroundScheduler
 
-from app.sweeper.runtime import JOB_DEFAULTS, reanchor
-from app.sweeper.timer import JumpDetector, PreciseTimer, TimerHooks, sleep_for
+from rewake.sweeper.runtime import JOB_DEFAULTS, reanchor
+from rewake.sweeper.timer import JumpDetector, PreciseTimer, TimerHooks, sleep_for
 
 START = datetime(2026, 11, 30, 16, 0, tzinfo=UTC)
 STEP = 0.2

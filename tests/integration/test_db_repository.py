@@ -1,0 +1,98 @@
+"""The repository's write functions leave persistent rows behind: later changes to them are
+written, and the database's constraints still hold; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from sqlalchemy.exc import IntegrityError
+
+from rewake.db import Database
+from rewake.mark_states import IllegalTransition
+from rewake.models import MarkRow, RunRow, SessionRow
+from rewake.repository import marks as mark_repo
+from rewake.repository import sessions as repo
+
+NOW = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
+
+
+def _root() -> str:
+    return f"repo-{uuid.uuid4().hex[:12]}"
+
+
+def _session_and_run(database: Database, root_id: str) -> None:
+    with database.writer() as db, db.begin():
+        db.add(SessionRow(root_id=root_id, state="paused", created_at=NOW, updated_at=NOW))
+        db.flush()
+        db.add(RunRow(root_id=root_id, run_id="r1", status="paused", current_attempt=1,
+                      created_at=NOW, updated_at=NOW))  # fmt: skip
+        db.flush()
+        repo.mark_attempt_failed(db, root_id, "r1", 1, NOW)
+
+
+def _armed_mark(root_id: str) -> dict[str, Any]:
+    """The columns of an armed mark for attempt 1 of the session's run r1."""
+    return {"root_id": root_id, "run_id": "r1", "attempt": 1, "state": "armed", "reset_at": NOW,
+            "resolution_s": 0, "due_at": NOW, "armed_by": "t", "armed_at": NOW,
+            "despite_native": False, "updated_at": NOW}  # fmt: skip
+
+
+def test_a_session_created_by_ensure_session_takes_later_changes(database: Database) -> None:
+    """The session row `ensure_session` inserts is persistent: a later attribute change is
+    written, and a second call finds it (created False)."""
+    root_id = _root()
+    with database.writer() as db, db.begin():
+        created, was_new = repo.ensure_session(db, root_id, NOW)
+        assert was_new and created.current_run_id is None
+        created.cancelled_at, created.cancelled_by = NOW, "t"
+    with database.writer() as db, db.begin():
+        again, was_new = repo.ensure_session(db, root_id, NOW)
+        assert not was_new and again.cancelled_at == NOW and again.cancelled_by == "t"
+
+
+def test_an_inserted_mark_gets_its_id_and_the_live_index_still_refuses_a_second(
+    database: Database,
+) -> None:
+    """insert_mark returns the persistent mark with its id, the values given and NULL for the
+    rest, with nothing left to write; a later change to it is written; a second live mark for
+    the session is refused by the partial unique index, as IntegrityError."""
+    root_id = _root()
+    _session_and_run(database, root_id)
+    mark = _armed_mark(root_id)
+
+    with database.writer() as db, db.begin():
+        first = mark_repo.insert_mark(db, mark)
+        assert first.id is not None and first in db and not db.dirty
+        held = (first.armed_by, first.due_at, first.claimed_by, first.sent_at)
+        assert held == ("t", NOW, None, None)
+        assert mark_repo.live_mark(db, root_id) is first
+        first.account_key = "later"
+    with database.reader() as db:
+        stored = db.get(MarkRow, first.id)
+        assert stored is not None and stored.account_key == "later" and stored.clear_reason is None
+    with pytest.raises(IntegrityError), database.writer() as db, db.begin():
+        mark_repo.insert_mark(db, mark)
+
+
+def test_a_write_outside_the_lifecycle_is_refused_before_it_reaches_the_database(
+    database: Database,
+) -> None:
+    """Moving a mark along a change the lifecycle lacks (armed -> sending, done -> armed)
+    raises IllegalTransition, and the mark is left as it was."""
+    root_id = _root()
+    _session_and_run(database, root_id)
+    mark = _armed_mark(root_id)
+    with database.writer() as db, db.begin():
+        mark_id = mark_repo.insert_mark(db, mark).id
+    assert mark_id is not None
+    illegal = pytest.raises(IllegalTransition, match="from armed to sending")
+    with illegal, database.writer() as db, db.begin():
+        mark_repo.move_mark(db, mark_id, from_states=["armed"], to_state="sending", now=NOW)
+    with pytest.raises(IllegalTransition, match="from done to armed"), database.writer() as db:
+        mark_repo.reap(db, NOW, from_state="done", to_state="armed")
+    with database.reader() as db:
+        stored = db.get(MarkRow, mark_id)
+    assert stored is not None and stored.state == "armed" and stored.updated_at == NOW
