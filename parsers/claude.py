@@ -54,7 +54,7 @@ _WEEKLY_REST = r"[Ww]eekly\s+limit\s+reached"
 _STOP = Gated(
     # Every alternative starts with a literal character, its group after it: only then does
     # the regex engine skip, in C, the positions where no banner can start (a class or a group
-    # up front makes it try each alternative at every position, 4x slower). A group is named
+    # up front makes it try each alternative at every position). A group is named
     # once, so "Session" and "session" are two; _HEAD_SCOPES maps each to its scope.
     r"5(?P<five_hour>[- ]?hours?\s+limit\s+reached)"
     r"|S(?P<session>ession\s+limit\s+reached)|s(?P<session_>ession\s+limit\s+reached)"

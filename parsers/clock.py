@@ -211,7 +211,15 @@ def read_phrase(norm: str, pos: int) -> tuple[int, Printed] | None:
             iana = label
             cursor = zone.end()
     printed = Printed(
-        hour, minute, meridiem, month, day, year, iana, None, norm[pos:cursor], weekday
+        hour=hour,
+        minute=minute,
+        meridiem=meridiem,
+        month=month,
+        day=day,
+        year=year,
+        iana=iana,
+        as_printed=norm[pos:cursor],
+        weekday=weekday,
     )
     return cursor, printed
 

@@ -58,7 +58,7 @@ _LOCALIZED_LIMIT = Gated(
 # How far after the head the retry clause may stand: the longest template is ~200 chars.
 _CLAUSE_REACH = 400
 # Every alternative starts with a literal ("T", "t" spelled out, not [Tt]): only then does
-# the search skip, in C, the positions where none can start (half the cost of this search).
+# the search skip, in C, the positions where none can start.
 _TRY_AT = re.compile(
     rf"(?:T{wrappable('ry again')}\s+(?:at|after)|t{wrappable('ry again')}\s+(?:at|after)"
     rf"|R{wrappable('esets on')}|r{wrappable('esets on')}|{wrappable('reset on')})\s+"
@@ -163,17 +163,14 @@ def _timestamp(match: re.Match[str], ctx: Context, scope: str | None) -> Resolve
     hour, minute, meridiem, month, day, year = match.group(
         "hour", "minute", "meridiem", "month", "day", "year"
     )
-    # Positional, as in the Claude scanner: cheaper to bind than keywords.
     printed = clock.Printed(
-        int(hour),
-        int(minute),
-        meridiem,
-        month_number(month) if month else None,
-        int(day) if day else None,
-        int(year) if year else None,
-        None,
-        None,
-        match.group(0),
+        hour=int(hour),
+        minute=int(minute),
+        meridiem=meridiem,
+        month=month_number(month) if month else None,
+        day=int(day) if day else None,
+        year=int(year) if year else None,
+        as_printed=match.group(0),
     )
     return clock.resolve(printed, ctx, PROVIDER, scope, bare_time="same_day")
 

@@ -6,7 +6,7 @@ hosts; field names and values are listed in DESIGN.md section 1 and the README.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -46,7 +46,9 @@ class Refusal:
         return {"code": self.code, "detail": self.detail}
 
 
-@dataclass(frozen=True, slots=True)
+# Evidence and Verdict are built by name only: a field added or reordered can never shift a
+# positional argument into the wrong slot of the contract.
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Evidence:
     """The substring of the original text a verdict rests on: text[start:end]."""
 
@@ -58,7 +60,7 @@ class Evidence:
         return {"text": self.text, "start": self.start, "end": self.end}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Verdict:
     """What one piece of CLI output says about why the run stopped and when it may resume."""
 
@@ -75,7 +77,13 @@ class Verdict:
     evidence: Evidence | None = None
 
     def __post_init__(self) -> None:
-        _check(self)
+        if self.reset_at is not None:
+            if self.reset_at.tzinfo is None:
+                raise ValueError("reset_at must be aware")
+            if self.resolution_s is None:
+                raise ValueError("reset_at needs resolution_s")
+        if self.kind == "provider_quota" and self.reset_at is None and self.refusal is None:
+            raise ValueError("a provider_quota verdict without reset_at needs a refusal")
 
     def to_json(self) -> dict[str, Any]:
         """The contract form: plain JSON types, reset_at as an ISO-8601 UTC instant."""
@@ -92,69 +100,6 @@ class Verdict:
             "login_command": self.login_command,
             "evidence": self.evidence.to_json() if self.evidence else None,
         }
-
-
-def _check(verdict: Verdict) -> None:
-    if verdict.reset_at is not None:
-        if verdict.reset_at.tzinfo is None:
-            raise ValueError("reset_at must be aware")
-        if verdict.resolution_s is None:
-            raise ValueError("reset_at needs resolution_s")
-    if verdict.kind == "provider_quota" and verdict.reset_at is None and verdict.refusal is None:
-        raise ValueError("a provider_quota verdict without reset_at needs a refusal")
-
-
-# The slots' own setters, in field order. The dataclass __init__ of a frozen class binds
-# eleven keywords and sets each field through object.__setattr__: twice the cost of these.
-(
-    _set_kind, _set_provider, _set_reset_at, _set_resolution_s, _set_form, _set_refusal,
-    _set_scope, _set_retry_after_s, _set_native_auto_continue, _set_login_command, _set_evidence,
-) = (Verdict.__dict__[field.name].__set__ for field in fields(Verdict))  # fmt: skip
-
-
-def new_verdict(
-    kind: Kind,
-    provider: Provider | None,
-    reset_at: datetime | None,
-    resolution_s: int | None,
-    form: Form | None,
-    refusal: Refusal | None,
-    scope: str | None,
-    retry_after_s: float | None,
-    native_auto_continue: bool,
-    login_command: str | None,
-    evidence: Evidence | None,
-) -> Verdict:
-    """Verdict(...) with every field given in order, as cheaply as a frozen class allows: the
-    one Verdict that parse builds per call. Checked as the constructor checks."""
-    verdict: Verdict = object.__new__(Verdict)
-    _set_kind(verdict, kind)
-    _set_provider(verdict, provider)
-    _set_reset_at(verdict, reset_at)
-    _set_resolution_s(verdict, resolution_s)
-    _set_form(verdict, form)
-    _set_refusal(verdict, refusal)
-    _set_scope(verdict, scope)
-    _set_retry_after_s(verdict, retry_after_s)
-    _set_native_auto_continue(verdict, native_auto_continue)
-    _set_login_command(verdict, login_command)
-    _set_evidence(verdict, evidence)
-    _check(verdict)
-    return verdict
-
-
-_set_text, _set_start, _set_end = (
-    Evidence.__dict__[field.name].__set__ for field in fields(Evidence)
-)
-
-
-def new_evidence(text: str, start: int, end: int) -> Evidence:
-    """Evidence(text, start, end) through the slots' setters, as new_verdict."""
-    evidence: Evidence = object.__new__(Evidence)
-    _set_text(evidence, text)
-    _set_start(evidence, start)
-    _set_end(evidence, end)
-    return evidence
 
 
 def format_instant(instant: datetime) -> str:

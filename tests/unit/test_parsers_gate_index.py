@@ -6,8 +6,7 @@ import random
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rewake import parsers
-from rewake.parsers import claude, codex, gemini
+from rewake.parsers import claude, codex, gemini, pipeline
 from rewake.parsers.findings import Context
 from rewake.parsers.grammar import Gated, GateIndex
 from rewake.parsers.text import normalize
@@ -52,6 +51,6 @@ def test_scanners_read_the_same_with_a_shared_index() -> None:
     context = Context(observed_at=datetime(2026, 7, 25, tzinfo=UTC), zone=None)
     for path in sorted(CORPUS.glob("*/*.txt")):
         text = normalize(path.read_text(encoding="utf-8"))
-        opened = parsers._ALL_GATES.open(text.norm)
+        opened = pipeline._ALL_GATES.open(text.norm)
         for module in (claude, codex, gemini):
             assert module.scan(text, context, opened) == module.scan(text, context), path.name

@@ -1,16 +1,11 @@
-"""The cheaper ways the parser builds and measures things give what the plain ways give."""
+"""The parser's shortcuts over text and JSON lines give what the plain ways give."""
 
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
 
-import pytest
-
-from rewake.parsers import Evidence, Refusal, Verdict
 from rewake.parsers.structured import json_lines, may_hold_json
 from rewake.parsers.text import normalize
-from rewake.parsers.verdict import new_evidence, new_verdict
 
 
 def test_bounded_line_looks_equal_line_bounds_capped_by_reach() -> None:
@@ -43,40 +38,3 @@ def test_may_hold_json_is_true_for_every_text_with_a_json_line() -> None:
         if list(json_lines(text)):
             assert may_hold_json(text)
     assert not may_hold_json('x {"a":1}')
-
-
-def test_new_verdict_equals_the_constructor() -> None:
-    """new_verdict builds the same Verdict the dataclass constructor builds."""
-    at = datetime(2026, 7, 19, 15, 40, tzinfo=UTC)
-    evidence = new_evidence("resets 5:40pm", 3, 16)
-    assert evidence == Evidence(text="resets 5:40pm", start=3, end=16)
-    fast = new_verdict(
-        "provider_quota", "claude", at, 60, "named_zone", None, "five_hour", None, True, None,
-        evidence,
-    )  # fmt: skip
-    slow = Verdict(
-        kind="provider_quota",
-        provider="claude",
-        reset_at=at,
-        resolution_s=60,
-        form="named_zone",
-        scope="five_hour",
-        native_auto_continue=True,
-        evidence=evidence,
-    )
-    assert fast == slow
-    assert fast.to_json() == slow.to_json()
-    assert hash(fast) == hash(slow)
-
-
-def test_new_verdict_checks_what_the_constructor_checks() -> None:
-    """A provider_quota verdict without reset_at or refusal is refused by both ways."""
-    with pytest.raises(ValueError, match="needs a refusal"):
-        new_verdict(
-            "provider_quota", "codex", None, None, None, None, None, None, False, None, None
-        )
-    refusal = Refusal("not_stated", "try again later")
-    verdict = new_verdict(
-        "provider_quota", "codex", None, None, None, refusal, None, None, False, None, None
-    )
-    assert verdict.refusal == refusal
