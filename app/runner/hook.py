@@ -33,7 +33,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -320,6 +320,12 @@ def _report(
             if offer["code"] == "native_auto_continue":
                 result.say(f"to arm anyway: rewake auto-resume {root_id} on --despite-native")
         return
+    if continues_by_itself(answer.get("verdict") or {}, now):
+        result.say(
+            "auto-resume not armed: Claude Code continues this session by itself at the reset "
+            f"(\"Continuing automatically\"); to arm anyway: rewake auto-resume {root_id} on"
+        )
+        return
     if not auto_resume:
         result.say(f"to resume it when the limit resets: rewake auto-resume {root_id} on")
         return
@@ -328,6 +334,28 @@ def _report(
     result.say(f"auto-resume {mark.get('state')}: due {mark.get('due_at')}")
     for warning in mark.get("warnings") or []:
         result.say(f"warning: {warning}")
+
+
+#: The limits after which interactive Claude Code waits and continues by itself when the reset
+#: is under a day ahead (it shows "Continuing automatically at ..." on its screen, which the
+#: StopFailure payload does not carry); a model's limit and resets a day or more ahead get a
+#: menu instead, where the user chooses.
+_CONTINUING_SCOPES = frozenset({"five_hour", "session", "daily", "weekly", "extra_usage"})
+_CONTINUING_WITHIN = timedelta(hours=24)
+
+
+def continues_by_itself(verdict: JSON, now: datetime) -> bool:
+    """Whether the interactive Claude Code that fired this StopFailure continues by itself at
+    the reset, so that a resume from rewake would be a second one."""
+    if verdict.get("native_auto_continue"):
+        return True
+    reset_at = verdict.get("reset_at")
+    if verdict.get("kind") != "provider_quota" or not isinstance(reset_at, str):
+        return False
+    if verdict.get("scope") not in _CONTINUING_SCOPES:
+        return False
+    ahead = datetime.fromisoformat(reset_at.replace("Z", "+00:00")) - now
+    return ahead < _CONTINUING_WITHIN
 
 
 def failure_attempt(session: JSON | None, old: records.RunRecord | None) -> int:

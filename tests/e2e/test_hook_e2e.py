@@ -36,7 +36,7 @@ def stop_failure(tmp_path: Path, session_id: str, resets_at: int) -> str:
     rows: list[dict[str, Any]] = [
         {"type": "user", "message": {"role": "user", "content": "fix the tests"}, "uuid": "u-1"},
         {"type": "rate_limit_event", "rate_limit_info": {"status": "rejected",
-         "resetsAt": resets_at, "rateLimitType": "five_hour"}, "session_id": session_id},
+         "resetsAt": resets_at, "rateLimitType": "seven_day_opus"}, "session_id": session_id},
         {"type": "assistant", "message": {"model": "<synthetic>", "role": "assistant", "content": [
             {"type": "text", "text": "API Error: Request rejected (429) · The usage limit has "
              "been reached"}]}, "isApiErrorMessage": True, "uuid": "a-2"},

@@ -93,7 +93,10 @@ class Case:
         if self.variant in ("daily-bare", "daily-retryinfo"):
             return frozenset({"not_stated"})
         if self.variant == "limit-0":
-            return frozenset({"no_reset"})
+            # The interactive dialog prints only "Usage limit reached for <model>.": the
+            # `limit: 0` that makes waiting useless is not on the screen, so the screen states
+            # no reset at all. Either refusal keeps auto-resume from being offered.
+            return frozenset({"not_stated"} if self.mode == "tty" else {"no_reset"})
         return frozenset()
 
 

@@ -333,12 +333,13 @@ def local_store(tmp_path: Path, now: datetime) -> Any:
 
 
 def limit_payload(tmp_path: Path, last_uuid: str) -> JSON:
-    """A StopFailure whose transcript holds a rejected five-hour limit resetting at 17:00Z."""
+    """A StopFailure whose transcript holds a rejected Opus weekly limit resetting at 17:00Z (a
+    model's limit: interactive Claude Code offers a menu there, it does not continue by itself)."""
     said = "API Error: Request rejected (429) · The usage limit has been reached"
     rows = [{"type": "user", "message": {"content": "ship it"}, "uuid": "u0"},
             {"type": "rate_limit_event", "rate_limit_info": {"status": "rejected",
              "resetsAt": int(datetime(2026, 11, 30, 17, tzinfo=UTC).timestamp()),
-             "rateLimitType": "seven_day"}, "session_id": SID},
+             "rateLimitType": "seven_day_opus"}, "session_id": SID},
             {"type": "assistant", "message": {"model": "<synthetic>", "role": "assistant",
              "content": [{"type": "text", "text": said}]}, "isApiErrorMessage": True,
              "uuid": last_uuid}]  # fmt: skip
@@ -530,3 +531,35 @@ def test_the_command_exits_2_with_the_reason_on_stderr_when_blocked(
     assert main(["hook", "claude"]) == 2
     out, err = capsys.readouterr()
     assert out == "" and "prompt blocked" in err and f"rewake show {ROOT}" in err
+
+
+SEEN = datetime(2026, 12, 1, 20, 0, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("scope", "hours_ahead", "continues"),
+    [
+        ("five_hour", 2, True),  # "Continuing automatically at ..." on the real 2.1.332 screen
+        ("weekly", 20, True),  # a weekly reset under a day ahead: the same screen
+        ("extra_usage", 3, True),  # the overage limit: the same screen
+        ("weekly", 72, False),  # three days ahead: a menu, the user chooses
+        ("model", 2, False),  # an Opus limit: a menu
+        (None, 2, False),  # no limit named: nothing says Claude waits
+    ],
+)
+def test_interactive_claude_continues_by_itself_after_window_limits_under_a_day(
+    scope: str | None, hours_ahead: int, continues: bool
+) -> None:
+    """The hook leaves a limit to Claude Code when its screen would say it continues by itself."""
+    reset_at = SEEN.timestamp() + hours_ahead * 3600
+    verdict = {"kind": "provider_quota", "scope": scope, "native_auto_continue": False,
+               "reset_at": datetime.fromtimestamp(reset_at, UTC).isoformat()}  # fmt: skip
+    assert hook.continues_by_itself(verdict, SEEN) is continues
+
+
+def test_a_verdict_that_says_so_continues_and_a_refusal_does_not() -> None:
+    """A banner that states native auto-continue counts; a limit with no reset never does."""
+    assert hook.continues_by_itself({"native_auto_continue": True}, SEEN)
+    assert not hook.continues_by_itself(
+        {"kind": "provider_quota", "scope": "five_hour", "reset_at": None}, SEEN
+    )
