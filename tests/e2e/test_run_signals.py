@@ -9,6 +9,7 @@ import signal
 import subprocess
 from pathlib import Path
 
+from conftest import migrate
 from run_support import RunEnv, attempts_of, epoch_in, run_env
 from sweeper_support import wait_until
 
@@ -82,7 +83,6 @@ def test_a_missing_conversation_keeps_the_recorded_id(run_env: RunEnv) -> None:
 def test_a_sweeper_on_the_log_executor_is_named_before_waiting(tmp_path: Path) -> None:
     """With a sweeper alive and the executor setting not `command`, rewake run warns before it
     waits that such a sweeper would only log the resume, and says how to fix it."""
-    from conftest import migrate
     from run_support import make_run_env
     from sweeper_support import start_sweeper, stop_all
 

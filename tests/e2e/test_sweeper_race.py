@@ -16,7 +16,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import fresh_postgres_schema
+from conftest import fresh_postgres_schema, migrate
 from hosts.example_host import ExampleHost
 from sweeper_support import (
     REPO,
@@ -46,7 +46,6 @@ def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str
             yield url
         return
     url = f"sqlite:///{tmp_path / 'race.db'}"
-    from conftest import migrate
 
     migrate(url)
     yield url
