@@ -4,6 +4,7 @@ a settable clock, and the API served by a real uvicorn on loopback."""
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import uuid
@@ -35,6 +36,20 @@ class Clock:
     def advance(self, **delta: float) -> datetime:
         self.now += timedelta(**delta)
         return self.now
+
+
+#: Tests import this module's helpers as `conftest`; tests/realcli/conftest.py takes that name
+#: in sys.modules when pytest loads it, so the name is given back to this module before each
+#: collection step and each test (an import inside a test function would find the other one).
+_THIS_MODULE = sys.modules[__name__]
+
+
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    sys.modules["conftest"] = _THIS_MODULE
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    sys.modules["conftest"] = _THIS_MODULE
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
