@@ -1,6 +1,6 @@
 """Alembic environment for rewake: SQLite (batch mode) and PostgreSQL (psycopg 3).
 
-`rewake.migrations` passes an open connection in `config.attributes["connection"]`, already
+`rewake.db.migrations` passes an open connection in `config.attributes["connection"]`, already
 holding the migration lock; the alembic command line opens its own from the URL.
 """
 
@@ -10,9 +10,9 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.pool import NullPool
 from sqlmodel import SQLModel
 
-import rewake.models  # noqa: F401  (registers the tables on the metadata)
+import rewake.db.models  # noqa: F401  (registers the tables on the metadata)
 from alembic import context
-from rewake.db import make_engine
+from rewake.db.engine import make_engine
 from rewake.settings import Settings, normalize_database_url
 
 config = context.config

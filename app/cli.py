@@ -19,13 +19,13 @@ COMMANDS: dict[str, str] = {
     "parse": "rewake.parse_cli",
     "serve": "rewake.service_cli",
     "migrate": "rewake.service_cli",
-    "sweep": "rewake.sweeper.cli",
-    "run": "rewake.runner.run_cli",
-    "hook": "rewake.runner.views_cli",
-    "ls": "rewake.runner.views_cli",
-    "show": "rewake.runner.views_cli",
-    "auto-resume": "rewake.runner.views_cli",
-    "doctor": "rewake.runner.views_cli",
+    "sweep": "rewake.service_cli",
+    "run": "rewake.runner.commands.run",
+    "hook": "rewake.runner.commands.views",
+    "ls": "rewake.runner.commands.views",
+    "show": "rewake.runner.commands.views",
+    "auto-resume": "rewake.runner.commands.views",
+    "doctor": "rewake.runner.commands.views",
 }
 
 

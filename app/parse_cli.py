@@ -12,6 +12,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from rewake.exits import Exit
+from rewake.parsers import parse
+
 MAX_INPUT_BYTES = 64 << 20
 
 
@@ -55,20 +58,19 @@ def _open(name: str) -> TextIO:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rewake.parsers import parse
 
     now = datetime.now(UTC)
     try:
         stream = _open(args.file)
     except OSError as error:
         print(f"rewake parse: cannot read {args.file}: {error.strerror}", file=sys.stderr)
-        return 2
+        return Exit.USAGE
     try:
         if args.jsonl:
             for line in stream:
                 if line.strip():
                     print(json.dumps(_answer_line(line, now), ensure_ascii=False), flush=False)
-            return 0
+            return Exit.OK
         text = stream.read(MAX_INPUT_BYTES)
     finally:
         if stream is not sys.stdin:
@@ -77,22 +79,21 @@ def run(args: argparse.Namespace) -> int:
         observed_at = _aware(args.observed_at) if args.observed_at else now
     except ValueError as error:
         print(f"rewake parse: --observed-at: {error}", file=sys.stderr)
-        return 2
+        return Exit.USAGE
     try:
         verdict = parse(text, observed_at=observed_at, zone=args.zone, provider=args.provider)
     except ValueError as error:
         print(f"rewake parse: --observed-at: {error}", file=sys.stderr)
-        return 2
+        return Exit.USAGE
     answer = verdict.to_json()
     refusal = answer["refusal"]
     if refusal and refusal["code"] == "zone_unknown" and args.zone is None:
         refusal["detail"] += " (rewake parse --zone Area/City)"
     print(json.dumps(answer, ensure_ascii=False, indent=2))
-    return 0
+    return Exit.OK
 
 
 def _answer_line(line: str, now: datetime) -> dict[str, Any]:
-    from rewake.parsers import parse
 
     try:
         item = json.loads(line)

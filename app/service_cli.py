@@ -1,18 +1,40 @@
-"""`rewake serve` and `rewake migrate`.
+"""The service's commands: `rewake serve` (the API, with a sweeper beside it unless told
+not to), `rewake sweep` (the sweeper alone, as a sidecar) and `rewake migrate`.
 
-Only the standard library is imported here at module level: `rewake parse` builds the same
-argument parser and must start fast, and FastAPI and SQLAlchemy take most of a second to import.
-"""
+`rewake.cli` imports this module only for these commands, so it imports what they need at the
+top; everything is built through the composition root, `rewake.main`."""
 
 from __future__ import annotations
 
 import argparse
 import gc
 import logging
+import signal
 import sys
+import threading
+import time
 from typing import Any
 
+import uvicorn
+from prometheus_client import CollectorRegistry, start_http_server
+from pydantic import ValidationError
+from sqlalchemy import Engine
+
+from rewake.db import migrations
+from rewake.db.engine import Database
+from rewake.executors.factory import ExecutorConfigError
+from rewake.exits import Exit
+from rewake.logs import configure_logging, log_event
+from rewake.main import build_sweeper, create_app
+from rewake.settings import Settings, is_loopback
+from rewake.sweeper.metrics import SweeperMetrics
+from rewake.sweeper.runtime import Sweeper
+
 logger = logging.getLogger("rewake.serve")
+sweep_logger = logging.getLogger("rewake.sweep")
+
+#: How often a sweeper waiting for the schema looks again, in seconds.
+SCHEMA_POLL_S = 2.0
 
 LOOPBACK_ONLY_NOTICE = (
     "no REWAKE_API_TOKENS configured: the API serves loopback only, and any local process "
@@ -21,7 +43,7 @@ LOOPBACK_ONLY_NOTICE = (
 
 
 def register(subparsers: Any) -> None:
-    """Add `serve` and `migrate` to the `rewake` command."""
+    """Add `serve`, `sweep` and `migrate` to the `rewake` command."""
     serve = subparsers.add_parser(
         "serve",
         help="run the HTTP API and a sweeper (upgrades the schema first)",
@@ -46,6 +68,31 @@ def register(subparsers: Any) -> None:
         ),
     )
     serve.set_defaults(func=run_serve)
+    sweep = subparsers.add_parser(
+        "sweep",
+        help="fire due auto-resume marks (run beside the API, any number of replicas)",
+        description=(
+            "Fire each armed mark once when it falls due, paced per account. Shares the API's "
+            "database (REWAKE_DATABASE_URL); waits for `rewake migrate` or `rewake serve` to "
+            "bring the schema current and refuses a schema newer than it knows."
+        ),
+    )
+    sweep.add_argument(
+        "--once", action="store_true", help="run one sweep (reap, expire, claim, send) and exit"
+    )
+    sweep.add_argument(
+        "--metrics-port", type=int, default=None, help="serve Prometheus metrics on this port"
+    )
+    sweep.add_argument(
+        "--metrics-host", default="127.0.0.1", help="address for --metrics-port (127.0.0.1)"
+    )
+    sweep.add_argument(
+        "--schema-timeout",
+        type=float,
+        default=None,
+        help="give up after this many seconds waiting for a current schema (default: wait)",
+    )
+    sweep.set_defaults(func=run_sweep)
     migrate = subparsers.add_parser(
         "migrate",
         help="upgrade the database schema to this version's",
@@ -55,9 +102,7 @@ def register(subparsers: Any) -> None:
 
 
 def _settings() -> Any:
-    from pydantic import ValidationError
 
-    from rewake.settings import Settings
 
     try:
         return Settings()
@@ -67,38 +112,29 @@ def _settings() -> Any:
 
 
 def run_migrate(_args: argparse.Namespace) -> int:
-    from rewake import migrations
-    from rewake.db import Database
-    from rewake.logs import configure_logging, log_event
 
     settings = _settings()
     if settings is None:
-        return 2
+        return Exit.USAGE
     configure_logging(json_lines=settings.log_json, level=settings.log_level)
     database = Database(settings.sqlalchemy_url)
     try:
         status = migrations.upgrade(database.engine)
     except migrations.SchemaError as error:
         log_event(logger, "schema_refused", logging.ERROR, reason=str(error))
-        return 2
+        return Exit.USAGE
     finally:
         database.dispose()
     log_event(logger, "schema_current", revision=",".join(status.current))
-    return 0
+    return Exit.OK
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    import uvicorn
 
-    from rewake import migrations
-    from rewake.api.app import create_app
-    from rewake.db import Database
-    from rewake.logs import configure_logging, log_event
-    from rewake.settings import is_loopback
 
     settings = _settings()
     if settings is None:
-        return 2
+        return Exit.USAGE
     configure_logging(json_lines=settings.log_json, level=settings.log_level)
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
@@ -110,7 +146,7 @@ def run_serve(args: argparse.Namespace) -> int:
             host=host,
             reason="binding a non-loopback address needs REWAKE_API_TOKENS",
         )
-        return 2
+        return Exit.USAGE
     database = Database(settings.sqlalchemy_url)
     try:
         if args.no_migrate:
@@ -120,7 +156,7 @@ def run_serve(args: argparse.Namespace) -> int:
     except migrations.SchemaError as error:
         log_event(logger, "schema_refused", logging.ERROR, reason=str(error))
         database.dispose()
-        return 2
+        return Exit.USAGE
     log_event(logger, "schema_current", revision=",".join(status.current))
     if not settings.tokens:
         log_event(logger, "auth_disabled", logging.WARNING, notice=LOOPBACK_ONLY_NOTICE)
@@ -129,13 +165,13 @@ def run_serve(args: argparse.Namespace) -> int:
     if settings.serve_sweeper and not args.no_sweeper:
         # Its metrics go on the API's /metrics.
         sweeper = _embedded_sweeper(settings, database, app.state.services.metrics.sweeper)
-        if sweeper is False:
+        if sweeper is None:
             database.dispose()
-            return 2
+            return Exit.USAGE
     log_event(logger, "serving", host=host, port=port, executor=settings.executor)
     # Everything built so far (modules, the app, SQLAlchemy's compiled statements) lives as long
     # as the process: move it out of the collector's reach, or every full collection walks it
-    # again, a pause of tens of milliseconds at the p99 of every route.
+    # again, a pause that lands on the slowest requests of every route.
     gc.collect()
     gc.freeze()
     if sweeper:
@@ -146,22 +182,82 @@ def run_serve(args: argparse.Namespace) -> int:
         if sweeper:
             sweeper.stop()
         database.dispose()
-    return 0
+    return Exit.OK
 
 
-def _embedded_sweeper(settings: Any, database: Any, metrics: Any) -> Any:
-    """The sweeper `serve` runs beside the API (not started); False when its executor cannot
-    work (the reason is logged), None when this install has no sweeper."""
-    from rewake.logs import log_event
-
-    try:
-        from rewake.executors.factory import ExecutorConfigError
-        from rewake.sweeper.build import build_sweeper
-    except ImportError as error:
-        log_event(logger, "sweeper_unavailable", logging.WARNING, reason=str(error))
-        return None
+def _embedded_sweeper(
+    settings: Settings, database: Database, metrics: SweeperMetrics
+) -> Sweeper | None:
+    """The sweeper `serve` runs beside the API (not started); None when its executor cannot
+    work (the reason is logged)."""
     try:
         return build_sweeper(settings, database, metrics=metrics)
     except ExecutorConfigError as error:
         log_event(logger, "executor_refused", logging.ERROR, reason=str(error))
-        return False
+        return None
+
+
+def wait_for_schema(engine: Engine, timeout_s: float | None, stop: threading.Event) -> int | None:
+    """None once the schema is current; an exit status when it is newer, or never came."""
+
+    started = time.monotonic()
+    told = False
+    while not stop.is_set():
+        try:
+            migrations.require_current(engine)
+        except migrations.SchemaError as error:
+            final = isinstance(error, migrations.ScriptsMissing)
+            if final or migrations.schema_status(engine).is_newer:
+                log_event(sweep_logger, "schema_refused", logging.ERROR, reason=str(error))
+                return Exit.USAGE
+            reason = str(error)
+        except Exception as error:  # the database may not be up yet
+            reason = f"database unavailable: {type(error).__name__}"
+        else:
+            return None
+        if not told:
+            log_event(sweep_logger, "schema_waiting", logging.WARNING, reason=reason)
+            told = True
+        if timeout_s is not None and time.monotonic() - started > timeout_s:
+            log_event(sweep_logger, "schema_timeout", logging.ERROR, reason=reason)
+            return Exit.USAGE
+        stop.wait(SCHEMA_POLL_S)
+    return Exit.PROBLEM
+
+
+def run_sweep(args: argparse.Namespace) -> int:
+    settings = _settings()
+    if settings is None:
+        return Exit.USAGE
+    configure_logging(json_lines=settings.log_json, level=settings.log_level)
+    for chatty in ("apscheduler", "httpx", "httpcore", "alembic"):
+        # Their INFO lines (every job run, every request) drown the sweeper's own events.
+        logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    database = Database(settings.sqlalchemy_url)
+    try:
+        refused = wait_for_schema(database.engine, args.schema_timeout, stop)
+        if refused is not None:
+            return refused
+        registry = CollectorRegistry()
+        try:
+            sweeper = build_sweeper(settings, database, registry=registry)
+        except ExecutorConfigError as error:
+            log_event(sweep_logger, "executor_refused", logging.ERROR, reason=str(error))
+            return Exit.USAGE
+        if args.once:
+            sweeper.heartbeat_job()
+            sweeper.sweep_job()
+            sweeper.dispatcher.close(sweeper.clock())
+            sweeper.executor.close()
+            return Exit.OK
+        if args.metrics_port is not None:
+            start_http_server(args.metrics_port, addr=args.metrics_host, registry=registry)
+        sweeper.start()
+        stop.wait()
+        sweeper.stop()
+        return Exit.OK
+    finally:
+        database.dispose()

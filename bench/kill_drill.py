@@ -21,8 +21,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from drills import run_drill  # noqa: E402 - needs the paths above
 
-from rewake import migrations  # noqa: E402
-from rewake.db import Database  # noqa: E402
+from rewake.db import migrations  # noqa: E402
+from rewake.db.engine import Database  # noqa: E402
 
 
 def main() -> int:

@@ -39,10 +39,10 @@ from sweeper_support import (  # noqa: E402
     wait_until,
 )
 
-from rewake import migrations  # noqa: E402
-from rewake.db import Database  # noqa: E402
+from rewake.db import migrations  # noqa: E402
+from rewake.db.engine import Database  # noqa: E402
+from rewake.db.models import LIVE_STATES  # noqa: E402
 from rewake.executors.log import LogExecutor  # noqa: E402
-from rewake.models import LIVE_STATES  # noqa: E402
 from rewake.sweeper.config import SweeperConfig  # noqa: E402
 from rewake.sweeper.metrics import SweeperMetrics  # noqa: E402
 from rewake.sweeper.runtime import Sweeper  # noqa: E402

@@ -69,8 +69,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def migrate(url: str) -> None:
-    from rewake import migrations
-    from rewake.db import Database
+    from rewake.db import migrations
+    from rewake.db.engine import Database
 
     database = Database(url)
     migrations.upgrade(database.engine)
@@ -129,7 +129,7 @@ def db_url(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def database(db_url: str) -> Iterator[Any]:
     """A Database on each migrated URL, disposed after the test."""
-    from rewake.db import Database
+    from rewake.db.engine import Database
 
     db = Database(db_url)
     yield db
@@ -176,8 +176,8 @@ class Api:
 @contextmanager
 def serve_api(database_url: str, **settings: Any) -> Iterator[Api]:
     """The API over `database_url`, with tokens unless told otherwise, on a settable clock."""
-    from rewake.api.app import create_app
-    from rewake.db import Database
+    from rewake.db.engine import Database
+    from rewake.main import create_app
     from rewake.settings import Settings
 
     settings.setdefault("api_tokens", TOKENS)

@@ -16,12 +16,12 @@ from typing import Any
 
 from sqlalchemy import insert, select
 
-from rewake.db import Database
-from rewake.domain.context import Context
-from rewake.domain.failures import FailureReport, report_failure
-from rewake.domain.marks import set_auto_resume
-from rewake.models import MarkRow, RunRow, SessionRow
+from rewake.context import Context
+from rewake.db.engine import Database
+from rewake.db.models import MarkRow, RunRow, SessionRow
+from rewake.marks.service import set_auto_resume
 from rewake.parsers import parse
+from rewake.reports.failures import FailureReport, report_failure
 
 REPO = Path(__file__).absolute().parent.parent
 
@@ -121,10 +121,10 @@ def rewake_env(database_url: str, **settings: object) -> dict[str, str]:
 
 
 def start_sweeper(env: dict[str, str], log: Path, *extra: str) -> subprocess.Popen[bytes]:
-    """A `rewake sweep` process (as `python -m rewake.sweeper`), its output in `log`."""
+    """A `rewake sweep` process (as `python -m rewake sweep`), its output in `log`."""
     with log.open("ab") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "rewake.sweeper", *extra],
+            [sys.executable, "-m", "rewake", "sweep", *extra],
             env=env, stdout=out, stderr=subprocess.STDOUT, cwd=str(REPO),
         )  # fmt: skip
 

@@ -4,7 +4,7 @@
 raises RecursionError (FastAPI answers 400: the report would be lost); an integer of more than
 4300 digits raises ValueError. Such a body is decoded again with every array or object nested
 deeper than BODY_MAX_DEPTH replaced by a string, and oversized integers kept as their digits.
-The domain then cuts the events further (rewake.domain.rules.clean_json) and says so in the
+The domain then cuts the events further (rewake.reports.rules.clean_json) and says so in the
 answer's warnings.
 """
 

@@ -11,8 +11,8 @@ from prometheus_client import CollectorRegistry, Counter, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from rewake.db import Database
-from rewake.repository import marks as mark_repo
+from rewake.db.engine import Database
+from rewake.marks import repository as mark_repo
 from rewake.sweeper.metrics import SweeperMetrics
 
 MARK_STATES = (

@@ -7,12 +7,12 @@ from datetime import timedelta
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 
-from rewake import migrations
-from rewake.api.deps import Actor, Ctx, Svc
+from rewake.api.deps import Actor, AppServices, RequestContext
 from rewake.api.problems import problem
 from rewake.api.schemas import ParseBody
-from rewake.domain.rules import check_observed_at, clean_text
-from rewake.repository import sessions as repo
+from rewake.db import migrations
+from rewake.marks import repository as mark_repo
+from rewake.reports.rules import check_observed_at, clean_text
 from rewake.settings import SWEEPER_FRESH_S
 
 router = APIRouter(tags=["operations"])
@@ -24,13 +24,13 @@ def healthz() -> JSONResponse:
 
 
 @router.get("/readyz", summary="Readiness: database, schema current, a sweeper seen in 90 s")
-def readyz(svc: Svc, _who: Actor) -> JSONResponse:
-    now = svc.clock()
+def readyz(services: AppServices, _who: Actor) -> JSONResponse:
+    now = services.clock()
     checks: dict[str, dict[str, object]] = {}
     try:
         schema: dict[str, object]
         try:
-            status = migrations.schema_status(svc.database.engine)
+            status = migrations.schema_status(services.database.engine)
             schema = {
                 "ok": status.is_current,
                 "current": list(status.current),
@@ -40,8 +40,8 @@ def readyz(svc: Svc, _who: Actor) -> JSONResponse:
             schema = {"ok": False, "error": str(missing)}
         checks["database"] = {"ok": True}
         checks["schema"] = schema
-        with svc.database.reader() as db:
-            seen = repo.latest_heartbeat(db)
+        with services.database.reader() as db:
+            seen = mark_repo.latest_heartbeat(db)
         fresh = seen is not None and now - seen <= timedelta(seconds=SWEEPER_FRESH_S)
         checks["sweeper"] = {"ok": fresh, "seen_at": seen.isoformat() if seen else None}
     except Exception as error:  # any failure to reach the database means not ready
@@ -54,8 +54,10 @@ def readyz(svc: Svc, _who: Actor) -> JSONResponse:
 
 
 @router.get("/metrics", summary="Prometheus metrics")
-def metrics(svc: Svc, _who: Actor) -> Response:
-    return Response(svc.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+def metrics(services: AppServices, _who: Actor) -> Response:
+    return Response(
+        services.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
+    )
 
 
 @router.get("/openapi.json", include_in_schema=False)
@@ -64,10 +66,10 @@ def openapi(request: Request, _who: Actor) -> JSONResponse:
 
 
 @router.post("/api/parse", summary="Parse CLI output statelessly: the Verdict JSON")
-def parse(body: ParseBody, ctx: Ctx, svc: Svc) -> JSONResponse:
+def parse(body: ParseBody, ctx: RequestContext, services: AppServices) -> JSONResponse:
     observed_at = body.observed_at or ctx.now
     check_observed_at(observed_at, ctx.now)
-    verdict = svc.parse(
+    verdict = services.parse(
         clean_text(body.message), observed_at=observed_at, zone=body.zone, provider=body.provider
     )
     return JSONResponse(verdict.to_json())

@@ -1,6 +1,6 @@
 """RFC 9457 problem+json for every error, and the 16 MiB body limit.
 
-Every 4xx carries a stable `code` (rewake.domain.errors.CODES); no input may produce a 5xx,
+Every 4xx carries a stable `code` (rewake.errors.CODES); no input may produce a 5xx,
 so unexpected exceptions are logged and answered with `internal_error`.
 """
 
@@ -16,7 +16,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from rewake.domain.errors import CODES, DomainError
+from rewake.errors import CODES, DomainError
 from rewake.logs import log_event
 
 logger = logging.getLogger("rewake.api")

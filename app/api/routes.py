@@ -13,21 +13,23 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from rewake.api.deps import Ctx, Reader, Svc
+from rewake.api.deps import AppServices, Reader, RequestContext
 from rewake.api.json_body import TolerantJSONRoute
 from rewake.api.schemas import (
     AttemptBody,
     AutoResumeBody,
-    FailureBody,
     ResolveBody,
     RootId,
     RunId,
 )
-from rewake.domain import failures, marks, sessions
-from rewake.domain.errors import DomainError
-from rewake.domain.rules import FailureKind, clean_text
+from rewake.errors import DomainError
 from rewake.logs import log_event
-from rewake.repository.sessions import SessionFilter
+from rewake.marks import service as marks
+from rewake.reports import actions, failures
+from rewake.reports import views as session_views
+from rewake.reports.body import FailureBody
+from rewake.reports.rules import FailureKind, clean_text
+from rewake.sessions.repository import SessionFilter
 
 logger = logging.getLogger("rewake.api")
 # Failure reports nested too deep for Python's JSON decoder are still read (rewake.api.json_body).
@@ -50,8 +52,8 @@ def _refuse_reserved(root_id: str) -> None:
 
 
 @router.get("/tombstones/{root_id}", summary="What a deleted session was")
-def get_tombstone(root_id: RootId, ctx: Ctx, db: Reader) -> JSONResponse:
-    return _answer(sessions.tombstone_view(db, root_id, ctx))
+def get_tombstone(root_id: RootId, ctx: RequestContext, db: Reader) -> JSONResponse:
+    return _answer(session_views.tombstone_view(db, root_id, ctx))
 
 
 @router.post(
@@ -60,17 +62,21 @@ def get_tombstone(root_id: RootId, ctx: Ctx, db: Reader) -> JSONResponse:
     summary="Report a failed attempt (201 when new, 200 for the same report again)",
 )
 async def report_failure(
-    root_id: RootId, run_id: RunId, body: FailureBody, ctx: Ctx, svc: Svc
+    root_id: RootId, run_id: RunId, body: FailureBody, ctx: RequestContext, services: AppServices
 ) -> JSONResponse:
     _refuse_reserved(root_id)
     report = body.to_report(root_id, run_id)
     if len(report.message) > INLINE_PARSE_CHARS or report.events:
-        read = await run_in_threadpool(failures.read_report, report, parse=svc.parse, now=ctx.now)
-    else:  # a banner-sized text parses in well under a millisecond: no thread hop
-        read = failures.read_report(report, parse=svc.parse, now=ctx.now)
-    answer, created = await svc.database.write(lambda db: failures.store_failure(db, read, ctx=ctx))
+        read = await run_in_threadpool(
+            failures.read_report, report, parse=services.parse, now=ctx.now
+        )
+    else:  # a banner-sized text parses in less time than a thread hop costs
+        read = failures.read_report(report, parse=services.parse, now=ctx.now)
+    answer, created = await services.database.write(
+        lambda db: failures.store_failure(db, read, ctx=ctx)
+    )
     if created:
-        svc.metrics.failure_stored(answer)
+        services.metrics.failure_stored(answer)
         log_event(
             logger, "failure_reported", root_id=root_id, run_id=run_id, attempt=body.attempt,
             kind=answer["failure_kind"], reset_at=answer["verdict"].get("reset_at"),
@@ -80,27 +86,31 @@ async def report_failure(
 
 @router.post("/{root_id}/runs/{run_id}/attempts", summary="An attempt started or completed")
 async def record_attempt(
-    root_id: RootId, run_id: RunId, body: AttemptBody, ctx: Ctx, svc: Svc
+    root_id: RootId, run_id: RunId, body: AttemptBody, ctx: RequestContext, services: AppServices
 ) -> JSONResponse:
     _refuse_reserved(root_id)
-    answer = await svc.database.write(
-        lambda db: sessions.record_attempt(db, root_id, run_id, body.attempt, body.status, ctx)
+    answer = await services.database.write(
+        lambda db: actions.record_attempt(db, root_id, run_id, body.attempt, body.status, ctx)
     )
     return _answer(answer)
 
 
 @router.post("/{root_id}/runs/{run_id}/resume", summary="A manual resume happened")
-async def manual_resume(root_id: RootId, run_id: RunId, ctx: Ctx, svc: Svc) -> JSONResponse:
-    answer = await svc.database.write(lambda db: sessions.manual_resume(db, root_id, run_id, ctx))
+async def manual_resume(
+    root_id: RootId, run_id: RunId, ctx: RequestContext, services: AppServices
+) -> JSONResponse:
+    answer = await services.database.write(
+        lambda db: actions.manual_resume(db, root_id, run_id, ctx)
+    )
     log_event(logger, "manual_resume", root_id=root_id, run_id=run_id, actor=ctx.actor)
     return _answer(answer)
 
 
 @router.put("/{root_id}/auto-resume", summary="Turn auto-resume on or off")
 async def put_auto_resume(
-    root_id: RootId, body: AutoResumeBody, ctx: Ctx, svc: Svc
+    root_id: RootId, body: AutoResumeBody, ctx: RequestContext, services: AppServices
 ) -> JSONResponse:
-    mark = await svc.database.write(
+    mark = await services.database.write(
         lambda db: marks.set_auto_resume(
             db, root_id, enabled=body.enabled, despite_native=body.despite_native, ctx=ctx
         )
@@ -113,15 +123,15 @@ async def put_auto_resume(
 
 
 @router.get("/{root_id}/auto-resume", summary="The session's mark")
-def get_auto_resume(root_id: RootId, ctx: Ctx, db: Reader) -> JSONResponse:
+def get_auto_resume(root_id: RootId, ctx: RequestContext, db: Reader) -> JSONResponse:
     return _answer(marks.mark_view(db, root_id, ctx))
 
 
 @router.post("/{root_id}/auto-resume/resolve", summary="Settle an uncertain mark")
 async def resolve_auto_resume(
-    root_id: RootId, body: ResolveBody, ctx: Ctx, svc: Svc
+    root_id: RootId, body: ResolveBody, ctx: RequestContext, services: AppServices
 ) -> JSONResponse:
-    mark = await svc.database.write(
+    mark = await services.database.write(
         lambda db: marks.resolve_mark(
             db, root_id, body.outcome, ctx, run_id=body.run_id, attempt=body.attempt
         )
@@ -134,27 +144,27 @@ async def resolve_auto_resume(
 
 
 @router.post("/{root_id}/cancel", summary="Cancel the session (final)")
-async def cancel(root_id: RootId, ctx: Ctx, svc: Svc) -> JSONResponse:
-    view = await svc.database.write(lambda db: sessions.cancel_session(db, root_id, ctx))
+async def cancel(root_id: RootId, ctx: RequestContext, services: AppServices) -> JSONResponse:
+    view = await services.database.write(lambda db: actions.cancel_session(db, root_id, ctx))
     log_event(logger, "session_cancelled", root_id=root_id, actor=ctx.actor)
     return _answer(view)
 
 
 @router.delete("/{root_id}", summary="Delete a finished or cancelled session")
-async def delete(root_id: RootId, ctx: Ctx, svc: Svc) -> JSONResponse:
-    tombstone = await svc.database.write(lambda db: sessions.delete_session(db, root_id, ctx))
+async def delete(root_id: RootId, ctx: RequestContext, services: AppServices) -> JSONResponse:
+    tombstone = await services.database.write(lambda db: actions.delete_session(db, root_id, ctx))
     log_event(logger, "session_deleted", root_id=root_id, actor=ctx.actor)
     return _answer(tombstone)
 
 
 @router.get("/{root_id}", summary="A session: runs, attempts, failures, mark, timeline")
-def get_session(root_id: RootId, ctx: Ctx, db: Reader) -> JSONResponse:
-    return _answer(sessions.session_view(db, root_id, ctx))
+def get_session(root_id: RootId, ctx: RequestContext, db: Reader) -> JSONResponse:
+    return _answer(session_views.session_view(db, root_id, ctx))
 
 
 @router.get("", summary="Sessions, most recently changed first")
 def list_sessions(
-    ctx: Ctx,
+    ctx: RequestContext,
     db: Reader,
     state: Annotated[str | None, Query(pattern="^(running|paused|finished|cancelled)$")] = None,
     mark_state: Annotated[str | None, Query(pattern="^[a-z_]{1,16}$")] = None,
@@ -171,4 +181,4 @@ def list_sessions(
         provider=provider,
         account_key=clean_text(account_key) if account_key is not None else None,
     )
-    return _answer(sessions.list_sessions(db, where, limit=limit, offset=offset, ctx=ctx))
+    return _answer(session_views.list_sessions(db, where, limit=limit, offset=offset, ctx=ctx))

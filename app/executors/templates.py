@@ -10,8 +10,8 @@ import re
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 
-from rewake.domain.ids import ID_RE
 from rewake.executors.base import Delivery
+from rewake.ids import ID_RE
 
 _PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 #: The API's id alphabet, checked again here because a value may become an argument of a

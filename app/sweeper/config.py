@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewake.sweeper.pacing import PacingRules
+from rewake.marks.pacing import PacingRules
 from rewake.sweeper.timer import STEP_S
 
 #: Seconds a send may take before it counts as lost, beyond the executor's own timeout.

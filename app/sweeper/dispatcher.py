@@ -17,10 +17,10 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
-from rewake.db import Database
+from rewake.db.engine import Database
+from rewake.db.models import MarkRow
 from rewake.executors.base import Delivery, Executor, Outcome
 from rewake.logs import log_event
-from rewake.models import MarkRow
 from rewake.sweeper import step
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics

@@ -11,10 +11,10 @@ from datetime import datetime
 
 import httpx
 
-from rewake.domain.marks import mark_json
+from rewake.db.models import MarkRow
 from rewake.executors.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 from rewake.logs import log_event
-from rewake.models import MarkRow
+from rewake.marks.service import mark_json
 
 logger = logging.getLogger("rewake.sweeper.notify")
 

@@ -24,7 +24,7 @@ from apscheduler.jobstores.memory import MemoryJobStore
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.schedulers.base import BaseScheduler
 
-from rewake.db import Database
+from rewake.db.engine import Database
 from rewake.executors.base import Executor
 from rewake.logs import log_event
 from rewake.sweeper import step

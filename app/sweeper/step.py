@@ -14,23 +14,22 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session
 
-from rewake.db import Database
-from rewake.domain.context import iso
-from rewake.domain.tombstones import purge_expired
+from rewake.context import iso
+from rewake.db.engine import Database
+from rewake.db.models import MarkRow
 from rewake.executors.base import Delivery, Executor, Lookup, Outcome
-from rewake.mark_states import MarkState
-from rewake.marks import (
+from rewake.marks import repository as mark_repo
+from rewake.marks.pacing import PacingRules, accounts_of, plan_starts
+from rewake.marks.states import MarkState
+from rewake.marks.sweep import (
     SendResult,
     claim_due_marks,
     mark_sending,
     reap_expired_leases,
     record_outcomes,
 )
-from rewake.models import MarkRow
-from rewake.repository import marks as mark_repo
-from rewake.repository import sessions as repo
-from rewake.sweeper import queries
-from rewake.sweeper.pacing import PacingRules, accounts_of, plan_starts
+from rewake.sessions import repository as repo
+from rewake.sessions.tombstones import purge_expired
 
 #: How long a start may wait for a lock on PostgreSQL before backing off (below the server's
 #: deadlock_timeout of 1 s, so that in any lock cycle with an API request the sweeper yields).
@@ -96,7 +95,7 @@ def heartbeat(
 ) -> None:
     """Say that this sweeper is alive (/readyz and the marks' warnings read it)."""
     with database.writer() as db, db.begin():
-        repo.record_heartbeat(db, sweeper_id, now, host=host, pid=pid)
+        mark_repo.record_heartbeat(db, sweeper_id, now, host=host, pid=pid)
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,8 +227,8 @@ def start(
     held mark never starts before its new due_at."""
     with database.durable_writer() as db, db.begin():
         started = Started(now)
-        queries.limit_lock_waits(db, START_LOCK_TIMEOUT_MS)
-        queries.lock_accounts(db, [c.account_key for c in claims if c.account_key is not None])
+        mark_repo.limit_lock_waits(db, START_LOCK_TIMEOUT_MS)
+        mark_repo.lock_accounts(db, [c.account_key for c in claims if c.account_key is not None])
         current = mark_repo.lock_marks(db, [c.mark_id for c in claims])
         rows: dict[int, MarkRow] = {}
         for claim_ in claims:
@@ -246,11 +245,11 @@ def start(
             (mark_id, row.account_key)
             for mark_id, row in sorted(rows.items(), key=lambda item: (item[1].due_at, item[0]))
         ]
-        loads = queries.account_loads(db, accounts_of(candidates))
+        loads = mark_repo.account_loads(db, accounts_of(candidates))
         plan = plan_starts(candidates, loads, rules, now)
         started.waiting.update(plan.wait)
-        sessions = queries.cli_session_ids(db, [rows[mark_id] for mark_id in plan.start])
-        queries.record_starts(
+        sessions = mark_repo.cli_session_ids(db, [rows[mark_id] for mark_id in plan.start])
+        mark_repo.record_starts(
             db,
             [acct for acct in (rows[m].account_key for m in plan.start) if acct is not None],
             now,

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from rewake.domain import session_json
-from rewake.domain.context import JSON
+from rewake.context import JSON
+from rewake.reports import session_json
 
 #: Characters of CLI text shown on either side of the evidence; scrollback can be megabytes.
 CONTEXT_CHARS = 2_000

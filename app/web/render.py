@@ -8,17 +8,19 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from markupsafe import Markup
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.templating import Jinja2Templates
+from starlette.types import Scope
 
-from rewake.domain.banners import describe_wait, format_local
-from rewake.domain.context import iso
-from rewake.domain.errors import CODES
-from rewake.domain.instants import parse_instant
-from rewake.web.gate import COOKIE
+from rewake.context import iso
+from rewake.errors import CODES, DomainError
+from rewake.instants import parse_instant
+from rewake.reports.banners import describe_wait, format_local
+from rewake.security.browser import COOKIE, SIGN_IN_PATH, cookie_secret
 from rewake.web.views import REFUSAL_WORDS
 
 HERE = Path(__file__).parent
@@ -108,3 +110,17 @@ def _error_context(status: int, code: str, detail: str) -> dict[str, Any]:
 def _signed_in(request: Request) -> bool:
     """Whether the page was reached with the sign-in cookie (then it offers to sign out)."""
     return COOKIE in request.cookies
+
+
+def page_refusal(refused: DomainError, scope: Scope) -> Response:
+    """What a browser is shown when a page is refused: the sign-in form when a token is
+    needed (saying whether the cookie it sent no longer counts), else the reason in words."""
+    if refused.code == "unauthorized":
+        query = scope.get("query_string", b"").decode("latin-1")
+        target = scope["path"] + ("?" + query if query else "")
+        why = "expired" if cookie_secret(dict(scope.get("headers", ()))) else "needed"
+        return RedirectResponse(
+            f"{SIGN_IN_PATH}?next={quote(target, safe='')}&why={why}", status_code=303
+        )
+    html = error_html(refused.status, refused.code, refused.detail)
+    return HTMLResponse(html, status_code=refused.status)

@@ -13,13 +13,14 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from rewake.api.deps import Ctx, Reader, Svc
-from rewake.domain import marks, sessions
-from rewake.domain.errors import DomainError
-from rewake.domain.ids import ID_HELP, ID_RE
-from rewake.domain.rules import clean_text
+from rewake.api.deps import AppServices, Reader, RequestContext
+from rewake.errors import DomainError
+from rewake.ids import ID_HELP, ID_RE
+from rewake.marks import service as marks
 from rewake.parsers.verdict import PROVIDERS
-from rewake.repository.sessions import SessionFilter
+from rewake.reports import views as session_views
+from rewake.reports.rules import clean_text
+from rewake.sessions.repository import SessionFilter
 from rewake.web import detail, views
 from rewake.web.render import Times, error_page, page
 
@@ -36,17 +37,19 @@ class BadQuery(Exception):
 
 
 @router.get("/", response_class=HTMLResponse)
-def sessions_page(request: Request, ctx: Ctx, db: Reader, svc: Svc) -> HTMLResponse:
+def sessions_page(
+    request: Request, ctx: RequestContext, db: Reader, services: AppServices
+) -> HTMLResponse:
     try:
         where, offset = _list_query(request)
     except BadQuery as bad:
         return error_page(request, 422, "invalid_request", str(bad))
-    listing = sessions.list_sessions(db, where, limit=PAGE_SIZE, offset=offset, ctx=ctx)
+    listing = session_views.list_sessions(db, where, limit=PAGE_SIZE, offset=offset, ctx=ctx)
     cards = [
         views.card(
             summary,
             marks.mark_view(db, summary["root_id"], ctx),
-            resume_delay_s=svc.settings.resume_delay_s,
+            resume_delay_s=services.settings.resume_delay_s,
         )
         for summary in listing["sessions"]
     ]
@@ -99,13 +102,15 @@ def _list_link(state: str | None, offset: int, kept: dict[str, str | None]) -> s
 
 
 @router.get("/sessions/{root_id}", response_class=HTMLResponse)
-def session_page(root_id: str, request: Request, ctx: Ctx, db: Reader, svc: Svc) -> HTMLResponse:
+def session_page(
+    root_id: str, request: Request, ctx: RequestContext, db: Reader, services: AppServices
+) -> HTMLResponse:
     times = Times(ctx.now, ctx.display_zone)
     if not ID_RE.fullmatch(root_id):
         detail_text = f"no session can be called {root_id[:80]!r}: a root_id is {ID_HELP}"
         return error_page(request, 404, "session_not_found", detail_text)
     try:
-        view = sessions.session_view(db, root_id, ctx)
+        view = session_views.session_view(db, root_id, ctx)
     except DomainError as refused:
         if refused.code == "session_deleted":
             return _tombstone_page(request, db, root_id, ctx, times)
@@ -116,7 +121,9 @@ def session_page(root_id: str, request: Request, ctx: Ctx, db: Reader, svc: Svc)
         "session.html",
         {
             "times": times,
-            "card": views.card(summary, view["mark"], resume_delay_s=svc.settings.resume_delay_s),
+            "card": views.card(
+                summary, view["mark"], resume_delay_s=services.settings.resume_delay_s
+            ),
             "view": view,
             "excerpt": detail.excerpt,
             "banner_of": lambda failure: views.banner_view(detail.failure_summary(failure)),
@@ -126,11 +133,11 @@ def session_page(root_id: str, request: Request, ctx: Ctx, db: Reader, svc: Svc)
 
 
 def _tombstone_page(
-    request: Request, db: Reader, root_id: str, ctx: Ctx, times: Times
+    request: Request, db: Reader, root_id: str, ctx: RequestContext, times: Times
 ) -> HTMLResponse:
     """What a deleted session was (410: the session is gone, its record is kept)."""
     try:
-        tombstone = sessions.tombstone_view(db, root_id, ctx)
+        tombstone = session_views.tombstone_view(db, root_id, ctx)
     except DomainError as refused:  # purged between the two reads
         return error_page(request, refused.status, refused.code, refused.detail)
     return page(request, "tombstone.html", {"times": times, "tombstone": tombstone}, status=410)

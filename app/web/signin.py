@@ -1,5 +1,5 @@
 """Signing in to the web page: a token checked by the API's own `authenticate`, kept in an
-HttpOnly, SameSite=Strict cookie (see `rewake.web.gate` for where the cookie counts).
+HttpOnly, SameSite=Strict cookie (see `rewake.security.browser` for where the cookie counts).
 
 With no token configured there is nothing to sign in to: the API serves loopback only, and
 so does the page.
@@ -13,9 +13,10 @@ from urllib.parse import parse_qs, urlsplit
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from rewake.api.deps import Svc, authenticate
-from rewake.domain.errors import DomainError
-from rewake.web.gate import COOKIE, SIGN_IN_PATH
+from rewake.api.deps import AppServices
+from rewake.errors import DomainError
+from rewake.security.auth import authenticate
+from rewake.security.browser import COOKIE, SIGN_IN_PATH
 from rewake.web.render import error_page, page
 
 router = APIRouter(include_in_schema=False)
@@ -32,16 +33,16 @@ WHY = {
 
 
 @router.get(SIGN_IN_PATH, response_class=HTMLResponse)
-def sign_in_form(request: Request, svc: Svc) -> Response:
+def sign_in_form(request: Request, services: AppServices) -> Response:
     target = safe_next(request.query_params.get("next"))
-    if not svc.settings.tokens:
+    if not services.settings.tokens:
         return RedirectResponse(target, status_code=303)
     note = WHY.get(request.query_params.get("why") or "", "")
     return page(request, "sign_in.html", {"next": target, "note": note, "problem": None})
 
 
 @router.post(SIGN_IN_PATH, response_class=HTMLResponse)
-async def sign_in(request: Request, svc: Svc) -> Response:
+async def sign_in(request: Request, services: AppServices) -> Response:
     if _from_another_site(request):
         # Another site must not sign this browser in, not even to an account of its own.
         return error_page(request, 403, "unauthorized", "a sign-in must come from this page")
@@ -51,11 +52,11 @@ async def sign_in(request: Request, svc: Svc) -> Response:
     form = parse_qs(body.decode("utf-8", "replace"), max_num_fields=8)
     given = (form.get("token") or [""])[0].strip()
     target = safe_next((form.get("next") or ["/"])[0])
-    if not svc.settings.tokens:
+    if not services.settings.tokens:
         return RedirectResponse(target, status_code=303)
     client = request.client.host if request.client else ""
     try:
-        secret = check_token(svc, client, given)
+        secret = check_token(services, client, given)
     except DomainError as refused:
         context = {"next": target, "note": "", "problem": refused.detail, "code": refused.code}
         return page(request, "sign_in.html", context, status=refused.status)
@@ -86,19 +87,19 @@ def _cookie_attributes(request: Request) -> dict[str, Any]:
     }
 
 
-def check_token(svc: Svc, client_host: str, given: str) -> str:
+def check_token(services: AppServices, client_host: str, given: str) -> str:
     """The secret to keep for `given`: a configured token as `name:secret`, or its secret
     alone. The API's `authenticate` decides; a name that is not the secret's is refused."""
     if not given:
         raise DomainError("unauthorized", "enter a token: name:secret, as in REWAKE_API_TOKENS")
     try:
-        authenticate(svc.settings, client_host, f"Bearer {given}")
+        authenticate(services.settings, client_host, f"Bearer {given}")
         return given  # a secret that itself holds a colon
     except DomainError:
         name, colon, secret = given.partition(":")
         if not colon:
             raise
-    who = authenticate(svc.settings, client_host, f"Bearer {secret}")
+    who = authenticate(services.settings, client_host, f"Bearer {secret}")
     if who != name:
         raise DomainError("unauthorized", "the bearer token matches no configured token")
     return secret

@@ -11,8 +11,8 @@ from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+from rewake.security.browser import STATIC_PREFIX
 from rewake.web import routes, signin
-from rewake.web.gate import STATIC_PREFIX
 from rewake.web.render import STATIC_DIR, error_page
 
 Handler = Callable[[Request, Exception], Awaitable[Response]]

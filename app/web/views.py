@@ -11,9 +11,9 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Literal
 
-from rewake.domain.context import JSON
-from rewake.domain.instants import parse_instant
-from rewake.domain.refusal_words import REFUSAL_REASONS, as_sentence
+from rewake.context import JSON
+from rewake.instants import parse_instant
+from rewake.reports.refusal_words import REFUSAL_REASONS, as_sentence
 
 #: Each refusal of `PUT .../auto-resume` (and the other refusals a click may meet) in words.
 #: The page's script shows the same words for a refusal that arrives when a button is clicked.

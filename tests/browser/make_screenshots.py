@@ -18,7 +18,7 @@ sys.path[:0] = [str(HERE), str(ROOT / "tests"), str(ROOT)]
 from browser_launch import launch_chromium  # noqa: E402
 from web_seed import SECRET, seeded_site  # noqa: E402
 
-from rewake.web.gate import COOKIE  # noqa: E402
+from rewake.security.browser import COOKIE  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
 #: (file, path, viewport width, whole page?)

@@ -25,7 +25,7 @@ from web_seed import (
     send_and_lose,
 )
 
-from rewake.web.gate import COOKIE
+from rewake.security.browser import COOKIE
 from rewake.web.views import REFUSAL_WORDS
 
 Page = Any  # playwright.sync_api.Page; Playwright is imported only once chromium is found

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 from conftest import OBSERVED, T0, Api, migrate, serve_api
 
-from rewake import marks as sweeper
+from rewake.marks import sweep as sweeper
 
 #: The scrollback a Claude Code host captured: the stop banner is the part marked as evidence.
 CLAUDE_SCROLLBACK = (  # as Claude Code prints it on Linux (● bullets), indents kept

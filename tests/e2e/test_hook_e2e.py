@@ -159,7 +159,7 @@ def test_a_prompt_while_a_rewake_run_holds_the_session_lock_is_blocked(
     """With the session's SessionLock held (as `rewake run --resume-of` holds it while the
     headless Claude runs), `rewake hook claude` on a UserPromptSubmit exits 2 with the reason on
     stderr and records nothing; once the lock is free the prompt continues by hand (exit 0)."""
-    from rewake.runner.guard import SessionLock
+    from rewake.runner.process.guard import SessionLock
 
     env = rewake_env(f"sqlite:///{tmp_path / 'rewake.db'}", state_dir=tmp_path / "state")
     session_id = str(uuid.uuid4())

@@ -20,7 +20,7 @@ from alembic.script import ScriptDirectory
 from sweeper_support import free_port, wait_until
 
 import alembic
-from rewake import migrations
+from rewake.db import migrations
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What a wheel is built from; everything else in the checkout stays out of the copy.

@@ -16,7 +16,7 @@ import httpx
 import pytest
 from alembic.script import ScriptDirectory
 
-from rewake import migrations
+from rewake.db import migrations
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -29,8 +29,8 @@ from sweeper_support import (
     wait_until,
 )
 
-from rewake.db import Database
-from rewake.models import LIVE_STATES
+from rewake.db.engine import Database
+from rewake.db.models import LIVE_STATES
 
 MARKS = 500
 ACCOUNTS = 20

@@ -10,7 +10,7 @@ import pytest
 from conftest import QUOTA, Api, failure, runs_url
 from sqlalchemy import text
 
-from rewake.domain.rules import EVENTS_CUT, EVENTS_MAX_DEPTH
+from rewake.reports.rules import EVENTS_CUT, EVENTS_MAX_DEPTH
 
 
 def assert_problem(answer: httpx.Response, status: int, code: str) -> None:

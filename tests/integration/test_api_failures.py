@@ -17,7 +17,7 @@ from conftest import (
     runs_url,
 )
 
-from rewake.domain.rules import MESSAGE_LIMIT_CHARS
+from rewake.reports.rules import MESSAGE_LIMIT_CHARS
 
 
 def test_quota_report_returns_verdict_and_banner(http: httpx.Client, root_id: str) -> None:

@@ -19,7 +19,7 @@ from conftest import (
     runs_url,
 )
 
-from rewake import marks as sweeper
+from rewake.marks import sweep as sweeper
 
 
 def mark_url(root_id: str) -> str:

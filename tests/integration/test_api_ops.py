@@ -9,13 +9,13 @@ import pytest
 from conftest import NOT_STATED, OBSERVED, QUOTA, Api, failure, runs_url, serve_api
 from test_api_marks import arm
 
+from rewake.marks import repository as mark_repo
 from rewake.parsers import parse
-from rewake.repository import sessions as repo
 
 
 def heartbeat(api: Api, at: datetime) -> None:
     with api.database.writer() as db, db.begin():
-        repo.record_heartbeat(db, "test-sweeper", at, host="test", pid=1)
+        mark_repo.record_heartbeat(db, "test-sweeper", at, host="test", pid=1)
 
 
 def test_healthz_needs_no_token(api: Api) -> None:

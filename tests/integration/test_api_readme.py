@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from conftest import migrate, serve_api
 
-from rewake.domain.errors import CODES
+from rewake.errors import CODES
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 CUT = "…"

@@ -6,7 +6,7 @@ import schemathesis
 from conftest import ALICE, Api
 from hypothesis import HealthCheck, settings
 
-from rewake.api.app import create_app
+from rewake.main import create_app
 from rewake.settings import Settings
 
 # The schema only: no database is opened to build it.

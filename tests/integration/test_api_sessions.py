@@ -7,7 +7,7 @@ import pytest
 from conftest import NOT_STATED, QUOTA_LATER, Api, failure, runs_url
 from test_api_marks import arm, drive, mark_url
 
-from rewake.domain.context import iso
+from rewake.context import iso
 
 
 def session_url(root_id: str) -> str:

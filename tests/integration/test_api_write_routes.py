@@ -25,8 +25,8 @@ from conftest import (
     runs_url,
 )
 
-from rewake.api.app import create_app
-from rewake.db import Database
+from rewake.db.engine import Database
+from rewake.main import create_app
 from rewake.settings import Settings
 
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import OperationalError
 
-from rewake.db import Database
+from rewake.db.engine import Database
 from rewake.settings import normalize_database_url
 
 

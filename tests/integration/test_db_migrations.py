@@ -13,8 +13,8 @@ from conftest import fresh_postgres_schema
 from sqlalchemy import inspect, text
 
 from alembic import command
-from rewake import migrations
-from rewake.db import Database
+from rewake.db import migrations
+from rewake.db.engine import Database
 
 TABLES = {
     "sessions",

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from sqlalchemy.exc import IntegrityError
 
-from rewake.db import Database
-from rewake.mark_states import IllegalTransition
-from rewake.models import MarkRow, RunRow, SessionRow
-from rewake.repository import marks as mark_repo
-from rewake.repository import sessions as repo
+from rewake.db.engine import Database
+from rewake.db.models import MarkRow, RunRow, SessionRow
+from rewake.marks import repository as mark_repo
+from rewake.marks.states import IllegalTransition
+from rewake.sessions import repository as repo
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
 

@@ -9,10 +9,11 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.dialects import sqlite
 
-from rewake import marks as sweeper
-from rewake.db import Database, UTCDateTime
-from rewake.models import MarkRow, SessionRow
-from rewake.repository import marks as mark_repo
+from rewake.db.columns import UTCDateTime
+from rewake.db.engine import Database
+from rewake.db.models import MarkRow, SessionRow
+from rewake.marks import repository as mark_repo
+from rewake.marks import sweep as sweeper
 
 EST = timezone(timedelta(hours=-5))
 

@@ -199,7 +199,7 @@ def test_notifier_posts_failed_and_uncertain_marks() -> None:
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
     from threading import Thread
 
-    from rewake.models import MarkRow
+    from rewake.db.models import MarkRow
     from rewake.sweeper.notify import Notifier
 
     received: list[tuple[dict[str, object], str]] = []

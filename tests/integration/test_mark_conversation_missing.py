@@ -10,11 +10,11 @@ import pytest
 from conftest import T0
 from sweeper_support import arm, context, marks_by_root
 
-from rewake.db import Database
-from rewake.domain.failures import FailureReport, report_failure
+from rewake.db.engine import Database
+from rewake.marks.pacing import PacingRules
 from rewake.parsers import parse
+from rewake.reports.failures import FailureReport, report_failure
 from rewake.sweeper import step
-from rewake.sweeper.pacing import PacingRules
 
 LIMIT = "Claude AI usage limit reached|{epoch}"
 

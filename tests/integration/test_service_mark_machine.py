@@ -9,6 +9,7 @@ session's state and its whole list of marks must equal the model's.
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -18,17 +19,19 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
 
-from rewake.db import Database
-from rewake.domain import failures, marks, sessions
-from rewake.domain.context import Context
-from rewake.domain.errors import DomainError
+from rewake.context import Context
+from rewake.db.engine import Database
+from rewake.db.models import MarkRow
+from rewake.errors import DomainError
 from rewake.executors.base import Delivery, Outcome, OutcomeState
-from rewake.models import MarkRow
+from rewake.marks import repository as mark_repo
+from rewake.marks import service as marks
+from rewake.marks.pacing import PacingRules
 from rewake.parsers import parse
-from rewake.repository import marks as mark_repo
-from rewake.repository import sessions as repo
+from rewake.reports import actions as sessions
+from rewake.reports import failures
+from rewake.sessions import repository as repo
 from rewake.sweeper import step
-from rewake.sweeper.pacing import PacingRules
 
 LIVE = ("armed", "claimed", "sending")
 LEASE_S = 60
@@ -107,7 +110,9 @@ class Model:
         return None
 
 
-def build_machine(database: Database) -> type[RuleBasedStateMachine]:
+def build_machine(database: Database, reached: Counter[str]) -> type[RuleBasedStateMachine]:
+    """The machine over `database`; `reached` counts the sweeper's transitions it made."""
+
     class MarkLifecycle(RuleBasedStateMachine):
         def __init__(self) -> None:
             super().__init__()
@@ -335,6 +340,7 @@ def build_machine(database: Database) -> type[RuleBasedStateMachine]:
             if live is not None and live.state == "armed":
                 assert len(mine) == 1
                 live.state, live.key = "claimed", mine[0].attempt_key
+                reached["claim"] += 1
                 live.lease_until = self.sweep_now + timedelta(seconds=LEASE_S)
                 self.claim_held, self.delivery = mine[0], None
             else:
@@ -351,6 +357,7 @@ def build_machine(database: Database) -> type[RuleBasedStateMachine]:
             assert [d.mark_id for d in started.deliveries] == [self.claim_held.mark_id]
             self.delivery = started.deliveries[0]
             live.state = "sending"
+            reached["start"] += 1
             live.lease_until = self.sweep_now + timedelta(seconds=LEASE_S)
 
         @rule(state=st.sampled_from(["done", "failed", "uncertain", "superseded", "logged"]))
@@ -362,6 +369,7 @@ def build_machine(database: Database) -> type[RuleBasedStateMachine]:
             [moved] = step.finish(database, self.sweep_now, sent)
             assert moved is not None and moved.state == state
             live.state, live.lease_until = state, None
+            reached[f"finish:{state}"] += 1
 
         @rule(state=st.sampled_from(["done", "failed", "uncertain", "superseded", "logged"]))
         def sweep(self, state: OutcomeState) -> None:
@@ -369,6 +377,19 @@ def build_machine(database: Database) -> type[RuleBasedStateMachine]:
             self.claim()
             self.send()
             self.outcome(state)
+
+        @rule(state=st.sampled_from(["done", "failed", "uncertain", "superseded", "logged"]))
+        def limit_arm_and_sweep(self, state: OutcomeState) -> None:
+            """The whole path in one step, so that every outcome is reached often: a stated
+            limit, arm, then the sweeper's clock at the mark's due time and one sweep."""
+            self.report_a_limit_and_arm()
+            live_id = self._live_id_or_none()
+            if live_id is not None:
+                with database.reader() as db:
+                    row = db.get(MarkRow, live_id)
+                assert row is not None
+                self.sweep_now = max(self.sweep_now, row.due_at)
+            self.sweep(state)
 
         @rule(stale_key=st.booleans())
         def send_with_a_stale_key(self, stale_key: bool) -> None:
@@ -401,8 +422,10 @@ def build_machine(database: Database) -> type[RuleBasedStateMachine]:
                 if mark.lease_until is not None and mark.lease_until < self.sweep_now:
                     if mark.state == "claimed":
                         mark.state, mark.key, mark.lease_until = "armed", None, None
+                        reached["reap:claimed"] += 1
                     elif mark.state == "sending":
                         mark.state = "uncertain"
+                        reached["reap:sending"] += 1
 
         def _live_id_or_none(self) -> int | None:
             with database.reader() as db:
@@ -438,10 +461,12 @@ def build_machine(database: Database) -> type[RuleBasedStateMachine]:
 
 
 def test_mark_lifecycle_matches_the_model(db_url: str) -> None:
-    """Any sequence of API and sweeper steps leaves marks and session state as the model says."""
+    """Any sequence of API and sweeper steps leaves marks and session state as the model says,
+    and the sequences drawn do reach the sweeper's claim, start and every outcome."""
     database = Database(db_url)
+    reached: Counter[str] = Counter()
     run_state_machine_as_test(
-        build_machine(database),
+        build_machine(database, reached),
         settings=settings(
             max_examples=40,
             stateful_step_count=30,
@@ -450,3 +475,5 @@ def test_mark_lifecycle_matches_the_model(db_url: str) -> None:
         ),
     )
     database.dispose()
+    outcomes = ("done", "failed", "uncertain", "superseded", "logged")
+    assert {"claim", "start", *(f"finish:{state}" for state in outcomes)} <= set(reached), reached

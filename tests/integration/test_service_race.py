@@ -10,13 +10,14 @@ from typing import Any
 
 from conftest import QUOTA, QUOTA_LATER
 
-from rewake.db import Database
-from rewake.domain import failures, marks
-from rewake.domain.context import Context
-from rewake.domain.errors import DomainError
+from rewake.context import Context
+from rewake.db.engine import Database
+from rewake.errors import DomainError
+from rewake.marks import repository as mark_repo
+from rewake.marks import service as marks
 from rewake.parsers import parse
-from rewake.repository import marks as mark_repo
-from rewake.repository import sessions as repo
+from rewake.reports import failures
+from rewake.sessions import repository as repo
 
 OBSERVED = datetime(2026, 11, 30, 13, 5, tzinfo=UTC)
 SESSIONS = 30
@@ -42,7 +43,7 @@ def _warm(database: Database) -> None:
     """Compile the parser's patterns and open a connection before the race starts."""
     parse(QUOTA, observed_at=OBSERVED, zone="Europe/Berlin")
     with database.reader() as db:
-        repo.latest_heartbeat(db)
+        mark_repo.latest_heartbeat(db)
 
 
 def _pause() -> None:

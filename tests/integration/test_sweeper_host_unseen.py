@@ -12,16 +12,16 @@ from prometheus_client import CollectorRegistry
 from sqlalchemy import select
 from sweeper_support import arm, context, marks_by_root
 
-from rewake.db import Database
-from rewake.domain.marks import set_auto_resume
-from rewake.domain.sessions import manual_resume, record_attempt
+from rewake.db.engine import Database
+from rewake.db.models import MarkRow, SessionRow, TimelineRow
 from rewake.executors.log import LogExecutor
-from rewake.models import MarkRow, SessionRow, TimelineRow
+from rewake.marks.pacing import PacingRules
+from rewake.marks.service import set_auto_resume
+from rewake.reports.actions import manual_resume, record_attempt
 from rewake.settings import Settings
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics
 from rewake.sweeper.notify import Notifier
-from rewake.sweeper.pacing import PacingRules
 from rewake.sweeper.runtime import Sweeper
 
 UNSEEN_S = 3600.0

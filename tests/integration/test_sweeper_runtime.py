@@ -23,19 +23,19 @@ from sweeper_support import (
     wait_until,
 )
 
-from rewake import migrations
-from rewake.db import Database
-from rewake.domain.failures import FailureReport, report_failure
+from rewake.db import migrations
+from rewake.db.engine import Database
+from rewake.db.models import SweeperHeartbeatRow, TimelineRow, TombstoneRow
 from rewake.executors.base import Outcome
 from rewake.executors.log import LogExecutor
-from rewake.models import SweeperHeartbeatRow, TimelineRow, TombstoneRow
+from rewake.marks.pacing import PacingRules
 from rewake.parsers import parse
-from rewake.repository import sessions as repo
+from rewake.reports.failures import FailureReport, report_failure
+from rewake.sessions import repository as repo
 from rewake.settings import Settings
 from rewake.sweeper import step
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics
-from rewake.sweeper.pacing import PacingRules
 from rewake.sweeper.runtime import Sweeper
 
 
@@ -126,7 +126,7 @@ def test_resume_into_live_limit_holds_the_account(database: Database) -> None:
 
 def _run_sweep(url: str, *args: str, **settings: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "rewake.sweeper", *args], env=rewake_env(url, **settings),
+        [sys.executable, "-m", "rewake", "sweep", *args], env=rewake_env(url, **settings),
         cwd=str(REPO), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
 

@@ -10,14 +10,14 @@ import pytest
 from hosts.example_host import ExampleHost
 from sweeper_support import arm, context, marks_by_root, seed_marks
 
-from rewake.db import Database
-from rewake.domain.sessions import cancel_session
+from rewake.db.engine import Database
 from rewake.executors.base import Outcome
 from rewake.executors.webhook import WebhookExecutor
-from rewake.marks import mark_sending
-from rewake.repository import marks as mark_repo
+from rewake.marks import repository as mark_repo
+from rewake.marks.pacing import PacingRules
+from rewake.marks.sweep import mark_sending
+from rewake.reports.actions import cancel_session
 from rewake.sweeper import step
-from rewake.sweeper.pacing import PacingRules
 
 LEASE = 60.0
 NO_PACING = PacingRules(max_in_flight=100, stagger_s=0)
@@ -90,7 +90,7 @@ def test_cleared_or_deleted_after_claim_is_never_sent(database: Database, prefix
     with database.writer() as db, db.begin():
         cancel_session(db, roots[0], context(now))
     with database.writer() as db, db.begin():
-        from rewake.repository.sessions import delete_session_rows
+        from rewake.sessions.repository import delete_session_rows
 
         delete_session_rows(db, roots[1])
     started = step.start(database, now, claims, NO_PACING, lease_s=LEASE)

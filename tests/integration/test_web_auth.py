@@ -11,7 +11,7 @@ import httpx
 import pytest
 from conftest import ALICE, Api, failure, runs_url
 
-from rewake.web.gate import COOKIE
+from rewake.security.browser import COOKIE
 
 SECRET = "alice-secret-0123456789"
 PAGE_CALL = {"X-Rewake-Page": "1"}
@@ -181,7 +181,7 @@ def test_without_tokens_another_site_cannot_act_through_a_local_browser(
 
 def test_without_tokens_another_machine_gets_a_page_that_says_why(open_site: Api) -> None:
     """A page asked for from another address is a 403 page in words, not JSON."""
-    from rewake.api.app import create_app
+    from rewake.main import create_app
     from rewake.settings import Settings
 
     app = create_app(Settings(database_url="sqlite://"), database=open_site.database)

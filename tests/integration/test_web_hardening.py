@@ -10,7 +10,7 @@ import httpx
 import pytest
 from conftest import TOKENS, Api, failure, runs_url
 
-from rewake.web.gate import COOKIE, is_loopback_host
+from rewake.security.browser import COOKIE, is_loopback_host
 
 SECRET = "alice-secret-0123456789"
 HTML = {"Accept": "text/html"}
@@ -121,7 +121,7 @@ def test_signing_out_from_this_page_clears_the_cookie(site: Api) -> None:
 
 def test_the_cookie_is_secure_over_https(site: Api) -> None:
     """Over https the cookie is set and cleared with Secure; over plain http without."""
-    from rewake.api.app import create_app
+    from rewake.main import create_app
     from rewake.settings import Settings
 
     app = create_app(Settings(database_url="sqlite://", api_tokens=TOKENS), database=site.database)

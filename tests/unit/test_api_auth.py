@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rewake.api.deps import authenticate
-from rewake.domain.errors import DomainError
+from rewake.errors import DomainError
+from rewake.security.auth import authenticate
 from rewake.settings import Settings
 
 

@@ -7,7 +7,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from rewake.domain.banners import BUSINESS_LABELS, banner_for, describe_wait, format_local
+from rewake.reports.banners import BUSINESS_LABELS, banner_for, describe_wait, format_local
 
 NOW = datetime(2026, 11, 30, 14, 47, tzinfo=UTC)
 BERLIN = ZoneInfo("Europe/Berlin")

@@ -8,29 +8,25 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from rewake.domain.errors import DomainError
-from rewake.domain.rules import (
+from rewake.errors import DomainError
+from rewake.marks.rules import OfferFacts, auto_resume_refusal, due_at_for
+from rewake.reports.rules import (
     EVENTS_CUT,
     EVENTS_MAX_DEPTH,
     MESSAGE_LIMIT_CHARS,
     CleanJSON,
     FailurePoint,
-    GateFacts,
-    auto_resume_refusal,
     check_observed_at,
     clean_json,
     clean_text,
     derive_failure_kind,
-    due_at_for,
     is_newer,
     keep_last_part,
-    session_state,
-    tombstone_kept,
-    tombstones_expire_before,
 )
+from rewake.sessions.rules import session_state, tombstone_kept, tombstones_expire_before
 
 NOW = datetime(2026, 11, 30, 13, 6, tzinfo=UTC)
-PAUSED = GateFacts(
+PAUSED = OfferFacts(
     cancelled=False,
     has_failure=True,
     run_paused_at_failure=True,

@@ -1,11 +1,11 @@
-"""The mark lifecycle's table (rewake.mark_states) allows the changes of DESIGN.md section 3
+"""The mark lifecycle's table (rewake.marks.states) allows the changes of DESIGN.md section 3
 and refuses every other."""
 
 from __future__ import annotations
 
 import pytest
 
-from rewake.mark_states import (
+from rewake.marks.states import (
     FINAL_STATES,
     LIVE_STATES,
     OUTCOME_STATES,
@@ -77,7 +77,7 @@ def test_final_live_and_outcome_states_are_as_designed() -> None:
 
 def test_every_state_is_reachable_from_armed() -> None:
     """Following the table from armed reaches every state: none is unused."""
-    from rewake.mark_states import TRANSITIONS
+    from rewake.marks.states import TRANSITIONS
 
     seen, todo = {MarkState.ARMED}, [MarkState.ARMED]
     while todo:

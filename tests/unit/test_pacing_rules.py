@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rewake.sweeper.pacing import AccountLoad, PacingRules, plan_starts, start_allowed_at
+from rewake.marks.pacing import AccountLoad, PacingRules, plan_starts, start_allowed_at
 
 NOW = datetime(2026, 11, 30, 17, 0, tzinfo=UTC)
 RULES = PacingRules(max_in_flight=2, stagger_s=3)

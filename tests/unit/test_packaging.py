@@ -39,7 +39,7 @@ def test_every_listed_package_is_rewake() -> None:
 
 
 def test_migration_scripts_install_inside_rewake() -> None:
-    """alembic/ and its versions/ install as rewake.migration_scripts, where rewake.migrations
+    """alembic/ and its versions/ install as rewake.migration_scripts, where rewake.db.migrations
     looks for them."""
     packages = set(setuptools_config()["packages"])
     assert {"rewake.migration_scripts", "rewake.migration_scripts.versions"} <= packages

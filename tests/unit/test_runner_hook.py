@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 
 from rewake.cli import main
-from rewake.runner import hook, records
-from rewake.runner.store import JSON, StoreError, check_id
-from rewake.runner.transcript import TranscriptTail
-from rewake.runner.transcript import read_transcript_tail as transcript_tail
+from rewake.runner.hook import claude as hook
+from rewake.runner.hook import payload as hook_payload
+from rewake.runner.hook.transcript import TranscriptTail
+from rewake.runner.hook.transcript import read_transcript_tail as transcript_tail
+from rewake.runner.local import records
+from rewake.runner.local.store import JSON, StoreError, check_id
 
 NOW = datetime(2026, 11, 30, 14, 5, tzinfo=UTC)
 SID = "00893aaf-19fa-41d2-8238-13269b9b3ca0"
@@ -34,8 +36,8 @@ DOCUMENTED = {
 
 def test_the_documented_payload_is_read_whole() -> None:
     """Every field of Claude Code's documented StopFailure example is read."""
-    read = hook.read_hook_input(json.dumps(DOCUMENTED))
-    assert read == hook.HookInput(
+    read = hook_payload.read_hook_input(json.dumps(DOCUMENTED))
+    assert read == hook_payload.HookInput(
         session_id=SID,
         transcript_path="/Users/u/.claude/projects/p/00893aaf.jsonl",
         cwd="/Users/u/shop",
@@ -51,7 +53,7 @@ def test_missing_and_odd_fields_are_dropped_not_fatal() -> None:
     as JSON, unknown fields are ignored."""
     raw = json.dumps({"session_id": SID, "cwd": 7, "error": None, "transcript_path": "",
                       "error_details": {"status": 429}, "new_field": [1]})  # fmt: skip
-    read = hook.read_hook_input(raw)
+    read = hook_payload.read_hook_input(raw)
     assert (read.cwd, read.error, read.transcript_path) == (None, None, None)
     assert read.error_details == '{"status": 429}'
 
@@ -67,8 +69,8 @@ def test_missing_and_odd_fields_are_dropped_not_fatal() -> None:
 )
 def test_unusable_stdin_is_a_hook_input_error(raw: str, says: str) -> None:
     """Non-JSON, a non-object and a payload without session_id are refused with a reason."""
-    with pytest.raises(hook.HookInputError, match=says):
-        hook.read_hook_input(raw)
+    with pytest.raises(hook_payload.HookInputError, match=says):
+        hook_payload.read_hook_input(raw)
 
 
 def transcript(path: Path, rows: list[Any], junk_before: int = 0) -> Path:
@@ -116,10 +118,10 @@ def test_an_unreadable_transcript_is_a_note_not_a_failure(tmp_path: Path, name: 
 
 def test_root_id_is_claude_and_the_session_id_and_always_a_valid_id() -> None:
     """`claude-<uuid>`; the longest session id the hook accepts still makes a valid root id."""
-    assert hook.root_id_for(SID) == ROOT
+    assert hook_payload.root_id_for(SID) == ROOT
     longest = "a" + "-" * 127
-    assert hook.SESSION_ID.fullmatch(longest)
-    assert check_id(hook.root_id_for(longest), "root_id")
+    assert hook_payload.SESSION_ID.fullmatch(longest)
+    assert check_id(hook_payload.root_id_for(longest), "root_id")
 
 
 @pytest.mark.parametrize(
@@ -129,8 +131,8 @@ def test_root_id_is_claude_and_the_session_id_and_always_a_valid_id() -> None:
 def test_a_session_id_that_could_be_a_flag_is_refused(session_id: str) -> None:
     """A session_id outside `^[0-9A-Za-z][0-9A-Za-z_-]{0,127}$` is refused, never stored: it
     would reach the resume's argv as `claude -p --resume <id>`."""
-    with pytest.raises(hook.HookInputError, match="is not a session id"):
-        hook.read_hook_input(json.dumps({**DOCUMENTED, "session_id": session_id}))
+    with pytest.raises(hook_payload.HookInputError, match="is not a session id"):
+        hook_payload.read_hook_input(json.dumps({**DOCUMENTED, "session_id": session_id}))
 
 
 def test_an_injected_session_id_records_nothing(tmp_path: Path) -> None:
@@ -146,19 +148,19 @@ def test_an_injected_session_id_records_nothing(tmp_path: Path) -> None:
 
 def test_next_attempt_follows_the_interactive_run() -> None:
     """1 for a new session; else one more than the run's highest attempt (other runs aside)."""
-    assert hook.next_attempt(None) == 1
+    assert hook_payload.next_attempt(None) == 1
     attempts = [{"attempt": 1}, {"attempt": 3}]
     session = {"runs": [
         {"run_id": "interactive", "current_attempt": 2, "attempts": attempts},
         {"run_id": "other", "current_attempt": 9, "attempts": []},
     ]}  # fmt: skip
-    assert hook.next_attempt(session) == 4
+    assert hook_payload.next_attempt(session) == 4
 
 
 def test_failure_body_sends_events_zone_and_the_rendered_error() -> None:
     """The transcript rows go as events, the error text and details as message."""
     tail = TranscriptTail([{"type": "rate_limit_event"}], "k")
-    body = hook.failure_body(hook.read_hook_input(json.dumps(DOCUMENTED)), tail, attempt=2,
+    body = hook.failure_body(hook_payload.read_hook_input(json.dumps(DOCUMENTED)), tail, attempt=2,
                              now=NOW, zone="Europe/Berlin")  # fmt: skip
     assert body == {
         "attempt": 2,
@@ -170,7 +172,7 @@ def test_failure_body_sends_events_zone_and_the_rendered_error() -> None:
         "events": [{"type": "rate_limit_event"}],
         "zone": "Europe/Berlin",
     }
-    bare = hook.failure_body(hook.HookInput(SID), TranscriptTail(), attempt=1, now=NOW,
+    bare = hook.failure_body(hook_payload.HookInput(SID), TranscriptTail(), attempt=1, now=NOW,
                              zone=None)  # fmt: skip
     assert bare["message"] == "Claude Code StopFailure: unknown"
     assert "events" not in bare and "zone" not in bare
@@ -185,11 +187,11 @@ def test_resume_args_keep_the_permission_mode_and_the_last_typed_task() -> None:
         {"type": "user", "message": {"content": "<command-name>/cost</command-name>"}},
         {"type": "assistant", "message": {"content": [{"type": "text", "text": "hi"}]}},
     ]
-    payload = hook.HookInput(SID, permission_mode="acceptEdits")
+    payload = hook_payload.HookInput(SID, permission_mode="acceptEdits")
     assert hook.resume_args(payload, TranscriptTail(rows)) == [
         "--permission-mode", "acceptEdits", "--", "fix the flaky test",
     ]  # fmt: skip
-    odd_mode = hook.HookInput(SID, permission_mode="weird")
+    odd_mode = hook_payload.HookInput(SID, permission_mode="weird")
     assert hook.resume_args(odd_mode, TranscriptTail()) == ["--", hook.NO_TASK]
 
 
@@ -224,7 +226,7 @@ class FakeStore:
         self.closed = True
 
 
-def run(store: FakeStore, payload: JSON, tmp_path: Path, *, auto: bool) -> hook.HookResult:
+def run(store: FakeStore, payload: JSON, tmp_path: Path, *, auto: bool) -> hook_payload.HookResult:
     env = {"REWAKE_STATE_DIR": str(tmp_path / "state")}
     return hook.run_hook(json.dumps(payload), now=NOW, env=env, open_store=lambda: store,  # type: ignore[arg-type,return-value]
                          auto_resume=auto, zone="Europe/Berlin")  # fmt: skip
@@ -256,12 +258,13 @@ def test_a_failure_is_reported_recorded_and_armed_with_auto_resume(tmp_path: Pat
 
 
 def test_the_record_resumes_through_rewake_runs_claude_resume_form() -> None:
-    """rewake.runner.providers turns the hook's record into `claude -p --resume <id>` with the
+    """rewake.runner.local.providers turns the hook's record into `claude -p --resume <id>` with the
     session's permission mode and the executor's prompt (and a fresh start into the task)."""
-    from rewake.runner.providers import provider_named
+    from rewake.runner.local.providers import provider_named
 
     rows = [{"type": "user", "message": {"content": "ship it"}}]
-    args = hook.resume_args(hook.HookInput(SID, permission_mode="plan"), TranscriptTail(rows))
+    plan = hook_payload.HookInput(SID, permission_mode="plan")
+    args = hook.resume_args(plan, TranscriptTail(rows))
     claude = provider_named("claude")
     assert claude.resume_argv("claude", args, SID, "go on") == [
         "claude", "-p", "--resume", SID, "--permission-mode", "plan", "--output-format",
@@ -326,7 +329,7 @@ def test_the_command_exits_0_with_one_stderr_line_on_non_json_stdin(
 
 
 def local_store(tmp_path: Path, now: datetime) -> Any:
-    from rewake.runner.store import LocalStore
+    from rewake.runner.local.store import LocalStore
     from rewake.settings import Settings
 
     return LocalStore(Settings(database_url=f"sqlite:///{tmp_path / 'r.db'}"), clock=lambda: now)
@@ -350,7 +353,7 @@ def limit_payload(tmp_path: Path, last_uuid: str) -> JSON:
 
 def fire(
     tmp_path: Path, payload: JSON, *, opened: list[str] | None = None, **env: str
-) -> hook.HookResult:
+) -> hook_payload.HookResult:
     env = {"REWAKE_STATE_DIR": str(tmp_path / "state"), **env}
 
     def open_store() -> Any:
@@ -471,7 +474,7 @@ def test_a_prompt_while_the_mark_is_sending_is_blocked_and_records_nothing(
     assert f"rewake show {ROOT}" in line and "type again once it ends" in line
     assert attempt_statuses(tmp_path) == ["failed"]
     record = records.load(ROOT, {"REWAKE_STATE_DIR": str(tmp_path / "state")})
-    assert record is not None and hook.CONTINUED not in record.extra
+    assert record is not None and hook_payload.CONTINUED not in record.extra
 
 
 def test_a_prompt_while_a_rewake_run_holds_the_session_lock_is_blocked(tmp_path: Path) -> None:
@@ -479,7 +482,7 @@ def test_a_prompt_while_a_rewake_run_holds_the_session_lock_is_blocked(tmp_path:
     recorded, no store opened; once the lock is free the same prompt continues as before."""
     import fcntl
 
-    from rewake.runner.hook_continue import lock_holder
+    from rewake.runner.hook.continuing import lock_holder
 
     assert fire(tmp_path, limit_payload(tmp_path, "a1")).armed
     env = {"REWAKE_STATE_DIR": str(tmp_path / "state")}

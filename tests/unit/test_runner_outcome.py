@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rewake.runner.outcome import classify, failure_body, report_events
-from rewake.runner.providers import provider_named
-from rewake.runner.render import Renderer
-from rewake.runner.supervise import Finished
+from rewake.runner.local.providers import provider_named
+from rewake.runner.process.outcome import classify, failure_body, report_events
+from rewake.runner.process.render import Renderer
+from rewake.runner.process.supervise import Finished
 
 NOW = datetime(2026, 6, 10, 14, 5, tzinfo=UTC)
 claude = provider_named("claude")

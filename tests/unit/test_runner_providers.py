@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rewake.runner.providers import (
+from rewake.runner.local.providers import (
     Provider,
     UsageError,
     provider_named,

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rewake.runner import records
-from rewake.runner.guard import SessionBusy, SessionLock, manual_resume_refusal
-from rewake.runner.records import RecordError, RunRecord
+from rewake.runner.local import records
+from rewake.runner.local.records import RecordError, RunRecord
+from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_refusal
 
 
 @pytest.fixture(autouse=True)
@@ -96,3 +96,17 @@ def test_manual_resume_refusals(mark_state: str, cancelled: bool, refused: str |
                "cancelled_at": "2030-01-01T00:00:00Z" if cancelled else None}  # fmt: skip
     reason = manual_resume_refusal({"id": 1, "state": mark_state}, session)
     assert (reason is None) if refused is None else (reason is not None and refused in reason)
+
+
+def test_a_resume_of_an_attempt_that_moved_on_exits_superseded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`rewake run --resume-of` for a mark of attempt 1 when the record is at attempt 2 runs
+    nothing and exits with the one status that means it (Exit.SUPERSEDED, 7)."""
+    from rewake.cli import main
+    from rewake.exits import Exit
+
+    records.save(record(attempt=2))
+    monkeypatch.setenv("REWAKE_ROOT_ID", "s1")
+    monkeypatch.setenv("REWAKE_EXPECTED_ATTEMPT", "1")
+    assert main(["run", "--resume-of", "5"]) == Exit.SUPERSEDED == 7

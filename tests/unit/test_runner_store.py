@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rewake.cli import main
-from rewake.runner.store import LocalStore, StoreError
+from rewake.runner.local.store import LocalStore, StoreError
 from rewake.settings import Settings
 
 FIXED = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -92,7 +92,7 @@ def test_rewake_run_says_one_line_and_exits_5_on_a_corrupt_database(corrupt: Pat
 def locked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalStore]:
     """A migrated store whose database another connection holds with BEGIN IMMEDIATE; the busy
     timeout cut to 50 ms so the write gives up at once."""
-    monkeypatch.setattr("rewake.db.SQLITE_BUSY_TIMEOUT_MS", 50)
+    monkeypatch.setattr("rewake.db.engine.SQLITE_BUSY_TIMEOUT_MS", 50)
     monkeypatch.setenv("REWAKE_STATE_DIR", str(tmp_path / "state"))
     store = store_on(f"sqlite:///{tmp_path / 'r.db'}")
     holder = sqlite3.connect(tmp_path / "r.db", isolation_level=None)
@@ -120,11 +120,11 @@ def test_a_report_that_meets_a_locked_database_goes_to_the_outbox(
     """`rewake run`'s failure report on a locked local database is kept in
     <state>/outbox/ (as for an unreachable service) and the terminal names the file."""
     from rewake.parsers.verdict import Verdict
-    from rewake.runner.attempts import Options, Runner
-    from rewake.runner.outcome import Classified
-    from rewake.runner.providers import provider_named
-    from rewake.runner.records import RunRecord
-    from rewake.runner.supervise import Finished
+    from rewake.runner.local.providers import provider_named
+    from rewake.runner.local.records import RunRecord
+    from rewake.runner.process.attempts import Options, Runner
+    from rewake.runner.process.outcome import Classified
+    from rewake.runner.process.supervise import Finished
 
     record = RunRecord(root_id="o1", run_id="r1", provider="claude", cwd=str(tmp_path),
                        args=["-p", "x"])  # fmt: skip

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from rewake.runner.attempts import Options, Runner, Step
-from rewake.runner.providers import provider_named
-from rewake.runner.records import RunRecord
-from rewake.runner.supervise import (
+from rewake.runner.local.providers import provider_named
+from rewake.runner.local.records import RunRecord
+from rewake.runner.process.attempts import Options, Runner, Step
+from rewake.runner.process.supervise import (
     CONTROL_EVENTS,
     RECENT_EVENTS,
     EventWindow,
@@ -105,13 +105,13 @@ def test_the_runner_reads_the_injected_clock(tmp_path: Path, monkeypatch: Any) -
     store = _Store()
     runner = Runner(store, record, claude, Options(clock=lambda: FIXED),  # type: ignore[arg-type]
                     out=_Null(), err=_Null())  # type: ignore[arg-type]  # fmt: skip
-    assert runner.run(Step([], 2, gated=True, fresh_allowed=False)) == 4
+    assert runner.run(Step([], 2, started_when_proven=True, fresh_allowed=False)) == 4
     assert store.bodies[0]["observed_at"] == FIXED.isoformat()
 
 
 class _DownStore(_Store):
     def report_failure(self, root_id: str, run_id: str, body: Any) -> dict[str, Any]:
-        from rewake.runner.store import StoreError
+        from rewake.runner.local.store import StoreError
 
         raise StoreError("service_unreachable", "http://127.0.0.1:9: connection refused")
 
@@ -122,8 +122,8 @@ def test_a_report_the_store_cannot_take_goes_to_the_outbox(
     """When the service is down after the CLI ran, the failure report is written to
     <state>/outbox/<root>-<run>-<attempt>.json and the terminal names the file."""
     from rewake.parsers.verdict import Verdict
-    from rewake.runner.outcome import Classified
-    from rewake.runner.supervise import Finished
+    from rewake.runner.process.outcome import Classified
+    from rewake.runner.process.supervise import Finished
 
     monkeypatch.setenv("REWAKE_STATE_DIR", str(tmp_path))
     record = RunRecord(root_id="o1", run_id="r1", provider="claude", cwd=str(tmp_path),
@@ -162,7 +162,7 @@ def test_the_supervised_cli_is_told_so_in_its_environment(tmp_path: Path) -> Non
 def test_a_stop_noted_before_the_spawn_starts_nothing(tmp_path: Path) -> None:
     """A stop signal that came while the attempt was being prepared (no group to signal yet)
     keeps the CLI from being spawned at all: supervise returns a halted, unstarted attempt."""
-    from rewake.runner.supervise import StopSignals
+    from rewake.runner.process.supervise import StopSignals
 
     ran = tmp_path / "ran"
     stop = StopSignals(grace_s=1.0, requested=1, first_signal=signal.SIGINT)
@@ -180,8 +180,8 @@ def test_a_stop_noted_during_the_spawn_reaches_the_new_group(
     """A signal handled after the not-yet-spawned check but before the group id is known is
     still delivered (SIGINT for Ctrl-C): the CLI is stopped within the grace, not run to its
     end."""
-    from rewake.runner import supervise as module
-    from rewake.runner.supervise import StopSignals
+    from rewake.runner.process import supervise as module
+    from rewake.runner.process.supervise import StopSignals
 
     stop = StopSignals(grace_s=1.0)
     popen = subprocess.Popen
@@ -205,8 +205,8 @@ def test_the_runner_records_a_stop_before_the_spawn_as_halted(
 ) -> None:
     """A SIGTERM noted before the CLI could be spawned: nothing runs, the attempt is reported
     halted (interrupted_start), and rewake run exits 128 + SIGTERM."""
-    from rewake.runner import attempts
-    from rewake.runner.supervise import StopSignals
+    from rewake.runner.process import attempts
+    from rewake.runner.process.supervise import StopSignals
 
     class _Early(StopSignals):
         def __enter__(self) -> StopSignals:
@@ -227,7 +227,8 @@ def test_the_runner_records_a_stop_before_the_spawn_as_halted(
     runner = Runner(store, record, claude, Options(clock=lambda: FIXED),  # type: ignore[arg-type]
                     out=_Null(), err=_Null())  # type: ignore[arg-type]  # fmt: skip
     argv = [sys.executable, "-c", f"open({str(ran)!r}, 'w').close()"]
-    assert runner.run(Step(argv, 1, gated=False, fresh_allowed=False)) == 128 + signal.SIGTERM
+    step = Step(argv, 1, started_when_proven=False, fresh_allowed=False)
+    assert runner.run(step) == 128 + signal.SIGTERM
     assert not ran.exists()
     assert store.bodies[0]["halted"] is True
     assert store.bodies[0]["failure_kind"] == "interrupted_start"

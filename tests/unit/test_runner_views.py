@@ -14,7 +14,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from rich.console import Console, RenderableType
 
-from rewake.runner import views
+from rewake.runner.local import views
 
 BERLIN = ZoneInfo("Europe/Berlin")
 #: 15:26:30 CET.
@@ -280,9 +280,9 @@ def test_current_failure_is_none_when_the_current_attempt_did_not_fail() -> None
 def test_refusal_words_do_not_repeat_a_detail_that_only_restates_the_code() -> None:
     """attempt_already_resumed with the store's own detail reads once, not "…never repeated
     (this attempt's auto-resume already ran…)"; a detail that says which case is kept."""
-    from rewake.domain.rules import GateFacts, auto_resume_refusal
+    from rewake.marks.rules import OfferFacts, auto_resume_refusal
 
-    facts = GateFacts(
+    facts = OfferFacts(
         cancelled=False, has_failure=True, run_paused_at_failure=True, failure_kind=None,
         halted=False, reset_at=None, refusal_code=None, refusal_detail=None,
         native_auto_continue=False, attempt_resumed_before=True,
@@ -302,7 +302,7 @@ def test_a_local_store_answers_as_of_the_commands_clock_in_the_state_dir(
 ) -> None:
     """open_store(clock=...) reads no clock of its own, and without REWAKE_DATABASE_URL its
     database is <state dir>/rewake.db (created), not rewake.db in the working directory."""
-    from rewake.runner.store import LocalStore, open_store
+    from rewake.runner.local.store import LocalStore, open_store
 
     monkeypatch.delenv("REWAKE_URL", raising=False)
     monkeypatch.delenv("REWAKE_DATABASE_URL", raising=False)

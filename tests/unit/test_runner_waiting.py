@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
-from rewake.runner import records, waiting
-from rewake.runner.records import RunRecord
-from rewake.runner.store import LocalStore
-from rewake.runner.waiting import Fire, Settled, wait_for_mark
+from rewake.runner.local import records
+from rewake.runner.local.records import RunRecord
+from rewake.runner.local.store import LocalStore
+from rewake.runner.process import waiting
+from rewake.runner.process.waiting import Fire, Settled, wait_for_mark
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 DUE = (NOW - timedelta(seconds=1)).isoformat()

@@ -1,4 +1,4 @@
-"""The precise timer under a moving wall clock (time-machine): never early, and late by one
+"""The precise timer under a moving wall clock (freezegun): never early, and late by one
 step at most once the clock reaches due_at, across jumps, suspends and DST changes."""
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
 import pytest
-import time_machine
 from apscheduler.schedulers.background import BackgroundScheduler
+from freezegun import freeze_time
+from freezegun.api import FrozenDateTimeFactory
 
 from rewake.sweeper.runtime import JOB_DEFAULTS, reanchor
 from rewake.sweeper.timer import JumpDetector, PreciseTimer, TimerHooks, sleep_for
@@ -49,10 +50,10 @@ class FakeMarks:
 
 
 class Machine:
-    """time-machine's wall clock, and a monotonic clock that only moves while the loop sleeps
+    """freezegun's wall clock, and a monotonic clock that only moves while the loop sleeps
     (as on Linux, where CLOCK_MONOTONIC stops during a suspend)."""
 
-    def __init__(self, traveller: time_machine.Coordinates) -> None:
+    def __init__(self, traveller: FrozenDateTimeFactory) -> None:
         self.traveller = traveller
         self.mono = 1000.0
 
@@ -61,7 +62,7 @@ class Machine:
 
     def sleep(self, seconds: float) -> None:
         self.mono += seconds
-        self.traveller.shift(seconds)
+        self.traveller.tick(timedelta(seconds=seconds))
 
     def wall(self) -> datetime:
         return datetime.now(UTC)
@@ -69,7 +70,7 @@ class Machine:
 
 @pytest.fixture
 def machine() -> Iterator[Machine]:
-    with time_machine.travel(START, tick=False) as traveller:
+    with freeze_time(START) as traveller:
         yield Machine(traveller)
 
 
@@ -114,7 +115,7 @@ def test_clock_jump_forward_fires_at_once(machine: Machine) -> None:
     marks = FakeMarks(due)
     timer = make_timer(machine, marks)
     run_for(machine, timer, 2)
-    machine.traveller.shift(3600)  # the clock is set; no time passes
+    machine.traveller.tick(timedelta(hours=1))  # the clock is set; no time passes
     timer.step()
     ((fired_at, _),) = marks.fired
     assert fired_at >= due
@@ -128,7 +129,7 @@ def test_clock_jump_backward_never_fires_early(machine: Machine) -> None:
     marks = FakeMarks(due)
     timer = make_timer(machine, marks)
     run_for(machine, timer, 5)
-    machine.traveller.shift(-3600)
+    machine.traveller.tick(timedelta(hours=-1))
     run_for(machine, timer, 3600)  # an hour of real time: the clock is back at START + 5 s
     assert marks.fired == []
     run_for(machine, timer, 5.5)
@@ -144,7 +145,7 @@ def test_suspend_longer_than_the_interval(machine: Machine) -> None:
     marks = FakeMarks(due)
     timer = make_timer(machine, marks)
     run_for(machine, timer, 1)
-    machine.traveller.shift(300)  # asleep: no monotonic time passes
+    machine.traveller.tick(timedelta(minutes=5))  # asleep: no monotonic time passes
     timer.step()
     ((fired_at, _),) = marks.fired
     assert fired_at >= due
@@ -166,7 +167,7 @@ def test_dst_change_in_server_zone(zone: str, change: datetime) -> None:
     os.environ["TZ"] = zone
     time.tzset()
     try:
-        with time_machine.travel(change - timedelta(seconds=3), tick=False) as traveller:
+        with freeze_time(change - timedelta(seconds=3)) as traveller:
             machine = Machine(traveller)
             dues = [change - timedelta(seconds=1), change, change + timedelta(seconds=1.5)]
             marks = FakeMarks(*dues)
@@ -225,11 +226,11 @@ def test_reanchor_brings_interval_jobs_back_after_a_backward_jump() -> None:
     """After the clock is set back an hour, the interval sweep would wait that hour; the
     re-anchor makes it due now."""
     scheduler = BackgroundScheduler(job_defaults=JOB_DEFAULTS, timezone="UTC")
-    with time_machine.travel(START, tick=False) as traveller:
+    with freeze_time(START) as traveller:
         scheduler.add_job(lambda: None, "interval", seconds=30, id="sweep")
         scheduler.start(paused=True)
         try:
-            traveller.shift(-3600)
+            traveller.tick(timedelta(hours=-1))
             now = datetime.now(UTC)
             job = scheduler.get_job("sweep")
             assert job is not None and job.next_run_time - now > timedelta(minutes=59)

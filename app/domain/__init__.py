@@ -1,1 +1,0 @@
-"""Domain rules: plain functions that take `now` and raise `DomainError` with stable codes."""

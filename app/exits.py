@@ -1,0 +1,39 @@
+"""The exit statuses of every `rewake` command: one table, so a number means one thing.
+
+A supervised CLI's own status passes through `rewake run` unchanged (1 when it failed with 0 or
+died by a signal); these are rewake's own.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class Exit(IntEnum):
+    OK = 0
+    #: `rewake doctor` found a needed flag, CLI or store missing; `rewake sweep` was stopped
+    #: before the schema became current.
+    PROBLEM = 1
+    #: Bad usage or configuration (a name that is no valid id, an invalid setting, a schema
+    #: this version cannot use): nothing was done.
+    USAGE = 2
+    #: The hook's one non-zero status, fixed by Claude Code's protocol: exit 2 blocks the
+    #: prompt and shows stderr to the user.
+    HOOK_BLOCK = 2
+    #: The store refused by its rules: auto-resume for a failure that offers none, a resume by
+    #: hand while an automatic one is (or may be) under way, or after a cancel.
+    REFUSED = 3
+    #: No such session, or no conversation id on record to resume.
+    NOT_FOUND = 4
+    #: The store cannot be used: an unreachable service, or a local database, state directory
+    #: or record that cannot be opened or read.
+    STORE = 5
+    #: Another `rewake run` holds the session's lock: nothing was run.
+    BUSY = 6
+    #: `rewake run --resume-of` for a mark whose attempt has moved on: nothing was run, so the
+    #: attempt is not resumed twice.
+    SUPERSEDED = 7
+    #: The CLI to run is not on PATH (a shell's status for a command not found).
+    PROGRAM_NOT_FOUND = 127
+    #: Stopped by Ctrl-C (128 + SIGINT).
+    INTERRUPTED = 130

@@ -1,0 +1,111 @@
+"""The composition root: the one place where settings become a database, the API with its
+page, and a sweeper with its executor. Everything below takes what it needs as arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
+from starlette.types import ASGIApp, Scope
+
+from rewake import __version__
+from rewake.api import ops, routes
+from rewake.api.deps import Services
+from rewake.api.metrics import Metrics
+from rewake.api.problems import BodyLimit, install_problem_handlers, problem
+from rewake.context import ParseFn
+from rewake.db.engine import Database
+from rewake.errors import DomainError
+from rewake.executors.factory import build_executor
+from rewake.parsers import parse as parse_text
+from rewake.security import browser
+from rewake.security.auth import Auth
+from rewake.settings import Settings
+from rewake.sweeper.config import SweeperConfig
+from rewake.sweeper.metrics import SweeperMetrics
+from rewake.sweeper.notify import Notifier
+from rewake.sweeper.runtime import Sweeper
+from rewake.sweeper.watch import watcher_for
+from rewake.web.render import page_refusal
+from rewake.web.site import install_web
+
+
+def system_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def create_app(
+    settings: Settings,
+    *,
+    database: Database | None = None,
+    clock: Callable[[], datetime] = system_clock,
+    parse: ParseFn | None = None,
+) -> FastAPI:
+    """The API over `settings.database_url` (or `database`); the schema must already exist."""
+    database = database or Database(settings.sqlalchemy_url)
+    metrics = Metrics(database)
+    app = FastAPI(
+        title="rewake",
+        summary="Exactly-once resumes of AI coding CLI runs stopped by usage limits",
+        version=__version__,
+        openapi_url=None,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.services = Services(
+        settings=settings,
+        database=database,
+        clock=clock,
+        parse=parse or parse_text,
+        metrics=metrics,
+        display_zone=ZoneInfo(settings.display_zone) if settings.display_zone else None,
+    )
+    install_problem_handlers(app, metrics.problem)
+    app.include_router(ops.router)
+    app.include_router(routes.router)
+    install_web(app)  # the page at `/`, after the API's handlers it defers to
+    app.add_middleware(BodyLimit)
+    # Outermost: nothing is read before the caller is known.
+    app.add_middleware(Auth, settings=settings, refuse=_refusal(metrics))
+    return app
+
+
+def _refusal(metrics: Metrics) -> Callable[[DomainError, Scope], ASGIApp]:
+    """How `Auth` answers a refused request: a browser asking for a page gets a page (or the
+    sign-in form), everything else a problem+json; either way the code is counted."""
+
+    def refuse(refused: DomainError, scope: Scope) -> ASGIApp:
+        metrics.problem(refused.code)
+        if browser.is_page(scope.get("path", "")):
+            return page_refusal(refused, scope)
+        return problem(refused.status, refused.code, refused.detail)
+
+    return refuse
+
+
+def build_sweeper(
+    settings: Settings,
+    database: Database,
+    *,
+    metrics: SweeperMetrics | None = None,
+    registry: CollectorRegistry | None = None,
+) -> Sweeper:
+    """A sweeper over `database` as the settings describe it (not started). Raises
+    ExecutorConfigError when the executor cannot work (a webhook without a secret)."""
+    executor = build_executor(settings)
+    if metrics is None:
+        metrics = SweeperMetrics(registry or CollectorRegistry())
+    notifier = (
+        Notifier(settings.notify_url, settings.webhook_secret) if settings.notify_url else None
+    )
+    return Sweeper(
+        database,
+        executor,
+        SweeperConfig.from_settings(settings),
+        metrics,
+        watcher=watcher_for(settings.sqlalchemy_url),
+        notifier=notifier,
+    )

@@ -1,0 +1,82 @@
+"""Pure rules of auto-resume marks: when one falls due, and whether a failure offers one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from rewake.errors import DomainError
+
+#: What a provider_quota banner says when the verdict carries no reset time.
+REFUSAL_DETAILS: dict[str, str] = {
+    "not_stated": "the reset time was not stated",
+    "no_reset": "waiting will not help",
+    "time_not_stated": "the reset day was stated but not the time",
+    "zone_unknown": "the reset time needs the host's time zone, which is unknown",
+    "zone_ambiguous": "the reset time's zone is ambiguous",
+    "nonexistent_local_time": "the reset time does not exist in the host's time zone",
+    "stale": "the stated reset has already passed",
+    "out_of_window": "the stated reset is further ahead than the limit allows",
+    "conflicting": "the limit messages disagree about the reset",
+    "unparseable": "the reset time could not be read",
+}
+
+
+def due_at_for(
+    reset_at: datetime, resolution_s: int, resume_delay_s: int, now: datetime
+) -> datetime:
+    """reset_at + resolution_s + resume delay; a mark armed after that is due at once (now)."""
+    due = reset_at + timedelta(seconds=resolution_s + resume_delay_s)
+    return max(due, now)
+
+
+@dataclass(frozen=True, slots=True)
+class OfferFacts:
+    """What the auto-resume offer needs to know about a session's current failure."""
+
+    cancelled: bool
+    has_failure: bool
+    run_paused_at_failure: bool
+    failure_kind: str | None
+    halted: bool
+    reset_at: datetime | None
+    refusal_code: str | None
+    refusal_detail: str | None
+    native_auto_continue: bool
+    attempt_resumed_before: bool
+
+
+def auto_resume_refusal(facts: OfferFacts, *, despite_native: bool) -> DomainError | None:
+    """Why auto-resume cannot be armed for the session's current failure, or None if it can."""
+    if facts.cancelled:
+        return DomainError("session_cancelled", "the session was cancelled")
+    if not facts.has_failure:
+        return DomainError("not_paused_on_provider_limit", "the session has no failed attempt")
+    if facts.attempt_resumed_before:
+        return DomainError(
+            "attempt_already_resumed",
+            "this attempt's auto-resume already ran or was overtaken; it is never repeated",
+        )
+    if not facts.run_paused_at_failure:
+        return DomainError(
+            "not_paused_on_provider_limit", "the run has moved on from the failed attempt"
+        )
+    if facts.failure_kind != "provider_quota" or facts.halted:
+        why = "the run was halted" if facts.halted else f"the failure is {facts.failure_kind}"
+        return DomainError("not_paused_on_provider_limit", why)
+    if facts.reset_at is None:
+        return reset_not_stated(facts.refusal_code, facts.refusal_detail)
+    if facts.native_auto_continue and not despite_native:
+        return DomainError(
+            "native_auto_continue",
+            "the CLI said it continues by itself; send despite_native: true to arm anyway",
+        )
+    return None
+
+
+def reset_not_stated(refusal_code: str | None, refusal_detail: str | None) -> DomainError:
+    """The refusal of a limit with no usable reset, naming the verdict's refusal and why."""
+    code = refusal_code or "not_stated"
+    what = REFUSAL_DETAILS.get(code, REFUSAL_DETAILS["not_stated"])
+    said = f"{code}: {refusal_detail}" if refusal_detail else code
+    return DomainError("reset_not_stated", f"{what} ({said})", refusal=code)

@@ -1,0 +1,78 @@
+"""The failure report's body, as the API's route and the runner's local store both read it."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    StrictBool,
+    model_validator,
+)
+
+from rewake.reports.failures import FailureReport
+from rewake.reports.fields import FieldWarning, read_optional_fields
+from rewake.reports.rules import FailureKind
+
+AttemptNumber = Annotated[int, Field(ge=0, le=1_000_000_000)]
+
+
+Provider = Literal["claude", "codex", "gemini"]
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class FailureBody(Body):
+    """A failed attempt, as the host saw it."""
+
+    attempt: AttemptNumber
+    message: str = Field(description="the CLI output, as captured (any length; see truncated)")
+    observed_at: datetime = Field(description="aware instant the CLI printed the message")
+    zone: str | None = Field(default=None, max_length=64, description="IANA zone of the host")
+    provider: Provider | None = None
+    session_id: str | None = Field(default=None, max_length=200)
+    events: list[Any] | None = None
+    failure_kind: FailureKind | None = None
+    capture: Literal["live", "scrollback"] | None = None
+    account_key: str | None = Field(default=None, max_length=200)
+    halted: StrictBool = False
+
+    _warnings: list[FieldWarning] = PrivateAttr(default_factory=list)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _read_optional_fields(
+        cls, data: Any, handler: ModelWrapValidatorHandler[FailureBody]
+    ) -> FailureBody:
+        """Only attempt, message and observed_at can refuse a report."""
+        if not isinstance(data, dict):
+            return handler(data)
+        optional, warnings = read_optional_fields(data)
+        body = handler({**data, **optional})
+        body._warnings = warnings
+        return body
+
+    def to_report(self, root_id: str, run_id: str) -> FailureReport:
+        return FailureReport(
+            root_id=root_id,
+            run_id=run_id,
+            attempt=self.attempt,
+            message=self.message,
+            observed_at=self.observed_at,
+            zone=self.zone,
+            provider=self.provider,
+            session_id=self.session_id,
+            events=self.events,
+            failure_kind=self.failure_kind,
+            capture=self.capture,
+            account_key=self.account_key,
+            halted=self.halted,
+            warnings=tuple(self._warnings),
+        )

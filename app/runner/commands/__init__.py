@@ -1,0 +1,1 @@
+"""The `rewake` commands of one developer: `run`, `hook`, `ls`, `show`, `auto-resume`, `doctor`."""

@@ -1,0 +1,305 @@
+"""`rewake run`: run a coding CLI's headless mode under rewake.
+
+    rewake run [--auto-resume] [--name NAME] [--fresh-if-missing] -- claude -p "fix the tests"
+    rewake run --provider codex -- --full-auto "fix the tests"
+    rewake run --resume NAME [--fresh-if-missing] [--auto-resume] [--force] [-- PROMPT]
+    rewake run --resume-of MARK_ID -- PROMPT        (what the command executor runs)
+
+Every form holds the session's lock (rewake.runner.process.guard) while it runs the CLI, and checks
+that the store answers before it spawns anything: an attempt that cannot be recorded is not started.
+
+Only the standard library is imported at module level: `rewake parse` builds the same argument
+parser and must start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from rewake.executors.base import DEFAULT_PROMPT
+from rewake.exits import Exit
+from rewake.runner.local import records
+from rewake.runner.local.hostzone import host_zone
+from rewake.runner.local.providers import PROVIDERS, UsageError, provider_named, resolve_command
+from rewake.runner.local.records import RecordError
+from rewake.runner.local.store import StoreError, check_id, open_store
+from rewake.runner.process.attempts import MANUAL_PROMPT, Options, Runner, Step
+from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_refusal
+from rewake.runner.process.supervise import ProgramNotFound
+
+
+def register(subparsers: Any) -> None:
+    """Add `run` to the `rewake` command."""
+    run = subparsers.add_parser(
+        "run",
+        help="run claude, codex or gemini headless; record limits; resume once after the reset",
+        description=(
+            "Run a coding CLI's headless mode, show its output, keep a log per attempt, and "
+            "record every attempt in rewake (REWAKE_URL, else the local database). On a usage "
+            "limit with a stated reset, --auto-resume arms the resume and waits for it."
+        ),
+        epilog='example: rewake run --auto-resume -- claude -p "fix the tests"',
+    )
+    run.add_argument("--provider", choices=PROVIDERS, help="the CLI, when ARGS do not name it")
+    run.add_argument(
+        "--auto-resume", action="store_true",
+        help="on a provider limit with a stated reset, arm the resume and wait for it",
+    )  # fmt: skip
+    run.add_argument("--name", help="the session's name (default: generated; see rewake ls)")
+    run.add_argument(
+        "--fresh-if-missing", action="store_true",
+        help="if the conversation is gone when resuming, start the task afresh in the same "
+        "directory (after a warning) instead of failing",
+    )  # fmt: skip
+    run.add_argument(
+        "--force", action="store_true",
+        help="with --resume: resume even while the mark is sending or uncertain, or the "
+        "session is cancelled",
+    )  # fmt: skip
+    which = run.add_mutually_exclusive_group()
+    which.add_argument("--resume", metavar="NAME", help="resume a supervised session by hand")
+    which.add_argument("--resume-of", metavar="MARK_ID", type=int, help=argparse.SUPPRESS)
+    run.add_argument(
+        "args", nargs=argparse.REMAINDER, metavar="-- ARGS",
+        help="the CLI and its arguments (with --resume: the prompt)",
+    )  # fmt: skip
+    run.set_defaults(func=run_command)
+
+
+def _args_after_dashes(args: list[str]) -> list[str]:
+    return args[1:] if args[:1] == ["--"] else args
+
+
+def cli_version(program: str, env: dict[str, str] | None = None) -> str | None:
+    """`<cli> --version`'s first line, or None."""
+    try:
+        done = subprocess.run(  # noqa: S603  (the user's CLI, no shell)
+            [program, "--version"], capture_output=True, text=True, timeout=15, env=env,
+            stdin=subprocess.DEVNULL, check=False,
+        )  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = (done.stdout or done.stderr).strip().splitlines()
+    return lines[0].strip() if lines and done.returncode == 0 else None
+
+
+def run_command(args: argparse.Namespace) -> int:
+
+    exits: list[tuple[type[Exception], int]] = [
+        (SessionBusy, Exit.BUSY),
+        (RecordError, Exit.STORE),
+        (ProgramNotFound, Exit.PROGRAM_NOT_FOUND),
+        (UsageError, Exit.USAGE),
+    ]
+    try:
+        return _dispatch(args)
+    except (SessionBusy, RecordError, ProgramNotFound, UsageError) as error:
+        print(f"rewake run: {error}", file=sys.stderr)
+        return next(code for kind, code in exits if isinstance(error, kind))
+    except StoreError as error:
+        print(f"rewake run: {error.detail} ({error.code})", file=sys.stderr)
+        return Exit.USAGE
+    except KeyboardInterrupt:
+        # Outside an attempt and its wait (those handle Ctrl-C themselves): nothing ran yet.
+        print("\nrewake run: interrupted", file=sys.stderr)
+        return Exit.INTERRUPTED
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    rest = _args_after_dashes(list(args.args))
+    if args.resume_of is not None:
+        return _resume_of(args.resume_of, rest)
+    if args.resume is not None:
+        return _resume(args, rest)
+    return _first_run(args, rest)
+
+
+def _runner(
+    store: Any, record: Any, provider: Any, lock: Any, *, auto_resume: bool, wait: bool
+) -> Any:
+
+    prompt = os.environ.get("REWAKE_RESUME_PROMPT") or DEFAULT_PROMPT
+    options = Options(
+        auto_resume=auto_resume, wait=wait, zone=host_zone(), resume_prompt=prompt, lock=lock
+    )
+    return Runner(store, record, provider, options, out=sys.stdout, err=sys.stderr)
+
+
+def _session_name(value: str, what: str) -> str:
+
+    try:
+        return check_id(value, what)
+    except Exception as error:
+        raise UsageError(str(error)) from error
+
+
+def _open_checked_store() -> Any:
+    """The store, once it has answered a cheap call: a CLI whose limit could not be recorded
+    is not worth starting (the failure would be lost)."""
+
+    store = None
+    try:
+        # Opening counts as answering: a local database that cannot be opened or upgraded
+        # (a corrupt file, a missing directory) is the same one line and exit 5.
+        store = open_store()
+        store.list_sessions(limit=1)
+    except StoreError as error:
+        if store is not None:
+            store.close()
+        where = os.environ.get("REWAKE_URL") or "the local database"
+        print(f"rewake run: the store at {where} does not answer ({error.code}: "
+              f"{error.detail}); nothing was started", file=sys.stderr)  # fmt: skip
+        raise _StoreDown from error
+    return store
+
+
+class _StoreDown(Exception):
+    """The store did not answer the probe (already said on stderr)."""
+
+
+def _with_store(work: Any) -> int:
+    try:
+        store = _open_checked_store()
+    except _StoreDown:
+        return Exit.STORE
+    try:
+        return int(work(store))
+    finally:
+        store.close()
+
+
+def _refresh_version(record: Any) -> None:
+    """The CLI may have been upgraded since the first run: the version that runs now."""
+    program = str(record.extra.get("program") or record.provider)
+    record.cli_version = cli_version(program) or record.cli_version
+
+
+def _first_run(args: argparse.Namespace, rest: list[str]) -> int:
+
+    provider, program, cli_args = resolve_command(args.provider, rest)
+    name = _session_name(args.name or f"{provider.name}-{uuid.uuid4().hex[:8]}", "--name")
+    lock = SessionLock(name)
+    lock.acquire("first run")
+    if records.load(name) is not None:
+        raise UsageError(
+            f"a session named {name!r} exists: resume it with rewake run --resume {name}, "
+            "or pick another --name"
+        )
+    pinned = None if provider.pinned_session_id(cli_args) else str(uuid.uuid4())
+    if provider.name != "claude":
+        pinned = None  # only Claude takes an id for a new session; the others report theirs
+    argv = provider.first_argv(program, cli_args, pinned)
+
+    def work(store: Any) -> int:
+        record = records.RunRecord(
+            root_id=name, run_id="r1", provider=provider.name, cwd=str(Path.cwd()), args=cli_args,
+            cli_session_id=pinned, cli_version=cli_version(program), attempt=1,
+            fresh_if_missing=args.fresh_if_missing,
+            extra={"program": program, "auto_resume": args.auto_resume},
+        )  # fmt: skip
+        if record.cli_version is None and not _on_path(program):
+            print(f"rewake run: {program}: not found (is it installed and on PATH?)",
+                  file=sys.stderr)  # fmt: skip
+            return Exit.PROGRAM_NOT_FOUND
+        records.save(record)
+        runner = _runner(store, record, provider, lock, auto_resume=args.auto_resume, wait=True)
+        return int(runner.run(Step(argv, 1, started_when_proven=False, fresh_allowed=False)))
+
+    return _with_store(work)
+
+
+def _on_path(program: str) -> bool:
+    import shutil
+
+    return shutil.which(program) is not None
+
+
+def _resume(args: argparse.Namespace, rest: list[str]) -> int:
+    """A resume by hand: clears the mark (manual_resume), then the provider's resume form;
+    refused while another rewake run holds the session, an automatic resume is sending (or
+    may have run), or the session is cancelled (the last three unless --force)."""
+
+    name = _session_name(args.resume, "--resume")
+    lock = SessionLock(name)
+    lock.acquire("resume by hand")
+    record = records.load(name)
+    if record is None:
+        raise UsageError(
+            f"no session {args.resume!r} was supervised here ({records.state_dir()}); "
+            "rewake ls lists them"
+        )
+    auto = bool(args.auto_resume or record.extra.get("auto_resume"))
+    if args.fresh_if_missing:
+        record.fresh_if_missing = True
+
+    def work(store: Any) -> int:
+
+        refusal = manual_resume_refusal(store.get_mark(name), store.get_session(name))
+        if refusal is not None and not args.force:
+            print(f"rewake run: not resuming {name}: {refusal} (--force resumes anyway)",
+                  file=sys.stderr)  # fmt: skip
+            return Exit.REFUSED
+        if refusal is not None:
+            print(f"rewake run: resuming {name} anyway (--force): {refusal}", file=sys.stderr)
+        store.manual_resume(record.root_id, record.run_id)
+        return _run_resume(store, record, lock, rest, auto=auto, wait=True,
+                           fresh_allowed=args.fresh_if_missing)  # fmt: skip
+
+    return _with_store(work)
+
+
+def _manual_prompt() -> str:
+
+    return MANUAL_PROMPT
+
+
+def _resume_of(mark_id: int, rest: list[str]) -> int:
+    """The command executor's resume: the sweeper claimed mark `mark_id` and holds it in
+    `sending`; the session is named by REWAKE_ROOT_ID."""
+
+    root_id = os.environ.get("REWAKE_ROOT_ID")
+    if not root_id:
+        raise UsageError("--resume-of is run by the command executor, with REWAKE_ROOT_ID set")
+    root_id = _session_name(root_id, "REWAKE_ROOT_ID")
+    lock = SessionLock(root_id)
+    # Held by a running attempt (a manual resume, or rewake run firing the mark itself):
+    # SessionBusy, a non-zero exit, and nothing runs.
+    lock.acquire(f"resume of mark {mark_id}")
+    record = records.load(root_id)
+    if record is None:
+        lock.release()
+        print(f"rewake run: no record of session {root_id!r} in {records.state_dir()} (is the "
+              "sweeper's REWAKE_STATE_DIR or HOME the same as rewake run's?)",
+              file=sys.stderr)  # fmt: skip
+        return Exit.USAGE
+    expected = os.environ.get("REWAKE_EXPECTED_ATTEMPT")
+    if expected is not None and expected.isdigit() and int(expected) != record.attempt:
+        lock.release()
+        print(f"rewake run: mark {mark_id} resumes attempt {expected}, but {root_id} is at "
+              f"attempt {record.attempt}: not resuming twice", file=sys.stderr)  # fmt: skip
+        return Exit.SUPERSEDED
+
+    def work(store: Any) -> int:
+        return _run_resume(store, record, lock, rest, auto=bool(record.extra.get("auto_resume")),
+                           wait=False, fresh_allowed=record.fresh_if_missing)  # fmt: skip
+
+    return _with_store(work)
+
+
+def _run_resume(
+    store: Any, record: Any, lock: Any, rest: list[str], *, auto: bool, wait: bool,
+    fresh_allowed: bool,
+) -> int:  # fmt: skip
+    """The provider's resume form under supervision, as the next attempt of `record`'s run."""
+
+    _refresh_version(record)
+    runner = _runner(store, record, provider_named(record.provider), lock, auto_resume=auto,
+                     wait=wait)  # fmt: skip
+    prompt = " ".join(rest) or _manual_prompt()
+    return int(runner.run(runner.resume_step(prompt, fresh_allowed=fresh_allowed)))

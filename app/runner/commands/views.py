@@ -1,0 +1,340 @@
+"""`rewake hook`, `rewake ls`, `rewake show`, `rewake auto-resume` and `rewake doctor`.
+
+Registered from app/cli.py; like the other commands they import the store, rich and the domain
+only inside the functions that run them, so `rewake parse` keeps its fast start. Each command
+reads the clock once and passes `now` down.
+
+Exit statuses (the hook's is 0: Claude Code must never be disturbed by it; its one exception
+is 2, blocking a prompt typed while rewake resumes that conversation headless):
+  0  done
+  1  `rewake doctor` found something rewake needs missing or broken
+  2  bad usage (argparse, or a NAME that is not a valid session id)
+  3  the store refused by its rules (409: e.g. auto-resume not offered for this failure)
+  4  no such session (unknown or deleted)
+  5  the store could not be used (unreachable service, bad configuration, unauthorized, ...)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+
+from rewake.exits import Exit
+from rewake.runner.hook import claude as hook
+from rewake.runner.hook.payload import MAX_STDIN_BYTES
+from rewake.runner.local import records, views
+from rewake.runner.local.doctor import run_doctor
+from rewake.runner.local.hostzone import host_zone
+from rewake.runner.local.records import state_dir
+from rewake.runner.local.store import StoreError, check_id, open_store
+
+NOT_FOUND_CODES = frozenset({"session_not_found", "session_deleted"})
+HOOK_TIMEOUT_S = 20.0
+
+
+def register(commands: Any) -> None:
+    hook = commands.add_parser(
+        "hook",
+        help="report an interactive Claude Code session's failed turn, or its continuation",
+        description=(
+            "Read Claude Code's hook JSON on stdin: a StopFailure is reported to rewake; a "
+            "UserPromptSubmit or SessionStart (resume) in a session the hook reported records "
+            "that the user continued by hand, clearing an armed auto-resume. "
+            "Exits 0: problems are one line on stderr (and in <state dir>/hook.log); exits 2, "
+            "blocking the prompt, only while rewake resumes that conversation headless."
+        ),
+    )
+    hook.add_argument("provider", choices=["claude"])
+    hook.add_argument(
+        "--auto-resume",
+        action="store_true",
+        help="arm the resume at once when the failure is a provider limit with a stated reset",
+    )
+    hook.add_argument(
+        "--timeout", type=float, default=HOOK_TIMEOUT_S, help="give up after this many seconds"
+    )
+    hook.set_defaults(func=run_hook_command)
+
+    ls = commands.add_parser("ls", help="list sessions: state, reset, resume due, mark")
+    ls.add_argument("--state", choices=["running", "paused", "finished", "cancelled"])
+    ls.add_argument("--provider", choices=["claude", "codex", "gemini"])
+    ls.add_argument("--limit", type=int, default=50, choices=range(1, 201), metavar="1..200")
+    ls.add_argument("--json", action="store_true", help="the sessions with their marks, as JSON")
+    ls.set_defaults(func=run_ls)
+
+    show = commands.add_parser("show", help="one session: banner, countdowns, mark, timeline")
+    show.add_argument("name", help="the session's root id (as `rewake ls` shows it)")
+    show.add_argument("--json", action="store_true", help="the session as the API returns it")
+    show.set_defaults(func=run_show)
+
+    resume = commands.add_parser(
+        "auto-resume", help="turn auto-resume on or off for a session paused on a limit"
+    )
+    resume.add_argument("name", help="the session's root id")
+    resume.add_argument("switch", choices=["on", "off"])
+    resume.add_argument(
+        "--despite-native",
+        action="store_true",
+        help="arm even though the CLI says it continues by itself",
+    )
+    resume.add_argument(
+        "--fresh-if-missing",
+        action="store_true",
+        help="if the conversation is gone at resume time, start a fresh one in its directory",
+    )
+    resume.add_argument("--json", action="store_true", help="print the mark as JSON")
+    resume.set_defaults(func=run_auto_resume)
+
+    doctor = commands.add_parser(
+        "doctor", help="check the CLIs' flags, the store, the sweeper and the state dir"
+    )
+    doctor.set_defaults(func=run_doctor_command)
+
+
+def display_zone() -> tzinfo | None:
+    """REWAKE_DISPLAY_ZONE when it names a zone, else the terminal's local zone (None)."""
+    from zoneinfo import ZoneInfo
+
+    name = os.environ.get("REWAKE_DISPLAY_ZONE")
+    if name:
+        try:
+            return ZoneInfo(name)
+        except (ValueError, KeyError, OSError):
+            print(f"rewake: REWAKE_DISPLAY_ZONE {name!r} is no zone; local time", file=sys.stderr)
+    return None
+
+
+def _store_failure(command: str, error: Exception) -> int:
+    """One line for a store that refused or failed; the exit status that says which."""
+
+    if not isinstance(error, StoreError):
+        print(f"rewake {command}: the store failed: {type(error).__name__}: {error}",
+              file=sys.stderr)  # fmt: skip
+        return Exit.STORE
+    print(f"rewake {command}: {error.code}: {error.detail}", file=sys.stderr)
+    if error.code in NOT_FOUND_CODES:
+        return Exit.NOT_FOUND
+    if error.code == "invalid_request":
+        return Exit.USAGE
+    return Exit.REFUSED if error.status == 409 else Exit.STORE
+
+
+def _with_store(command: str, now: datetime, work: Callable[[Any], int]) -> int:
+    """Open the store, run `work`, close it; any store problem is one line and a status. A
+    local store answers every call as of `now`, the command's one reading of the clock."""
+
+    try:
+        store = open_store(clock=lambda: now)
+    except Exception as error:  # a bad URL or database: one line, no traceback
+        return _store_failure(command, error)
+    try:
+        return work(store)
+    except Exception as error:  # only the store's own failures are caught below
+
+        if isinstance(error, StoreError) or _is_database_error(error):
+            return _store_failure(command, error)
+        raise
+    finally:
+        store.close()
+
+
+def _is_database_error(error: Exception) -> bool:
+    from sqlalchemy.exc import SQLAlchemyError
+
+    return isinstance(error, SQLAlchemyError | OSError)
+
+
+def run_ls(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+
+    now, zone = datetime.now(UTC), display_zone()
+    filters = {k: v for k in ("state", "provider") if (v := getattr(args, k))}
+
+    def work(store: Any) -> int:
+        listing = store.list_sessions(limit=args.limit, **filters)
+        sessions = []
+        # The list's items carry no mark (GET /api/agent/runs), so each row costs one more
+        # call: at most --limit of them.
+        for summary in listing.get("sessions", [])[: args.limit]:
+            try:
+                mark = store.get_mark(summary["root_id"])
+            except StoreError:
+                mark = None  # deleted between the two calls
+            sessions.append({**summary, "mark": mark})
+        if args.json:
+            print(json.dumps({"sessions": sessions, "next_offset": listing.get("next_offset")},
+                             indent=2, ensure_ascii=False))  # fmt: skip
+            return Exit.OK
+        if not sessions:
+            print("no sessions" + (f" ({_words(filters)})" if filters else ""))
+            return Exit.OK
+        rows = [views.ls_row(s, s["mark"], now, zone) for s in sessions]
+        console = Console(highlight=False)
+        console.print(views.ls_renderable(rows, console.width))
+        return Exit.OK
+
+    return _with_store("ls", now, work)
+
+
+def _words(filters: dict[str, str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in filters.items())
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+
+    now, zone = datetime.now(UTC), display_zone()
+    if (bad := _invalid_name("show", args.name)) is not None:
+        return bad
+
+    def work(store: Any) -> int:
+        session = store.get_session(args.name)
+        if args.json:
+            print(json.dumps(session, indent=2, ensure_ascii=False))
+        else:
+            Console(highlight=False).print(views.show_view(session, now, zone))
+        return Exit.OK
+
+    return _with_store("show", now, work)
+
+
+def run_auto_resume(args: argparse.Namespace) -> int:
+
+    now, zone = datetime.now(UTC), display_zone()
+    enabled = args.switch == "on"
+    if (bad := _invalid_name("auto-resume", args.name)) is not None:
+        return bad
+
+    def work(store: Any) -> int:
+        try:
+            mark = store.set_auto_resume(
+                args.name, enabled=enabled, despite_native=args.despite_native
+            )
+        except StoreError as error:
+            if error.status != 409:
+                raise
+            words = views.refusal_words(error.code, error.detail)
+            print(f"rewake auto-resume: refused ({error.code}): {words}", file=sys.stderr)
+            return Exit.REFUSED
+        asked = args.fresh_if_missing or not enabled
+        if asked and (said := _set_fresh_if_missing(records, args.name, enabled)) is not None:
+            print(said)
+        if args.json:
+            print(json.dumps(mark, indent=2, ensure_ascii=False))
+        else:
+            for line in views.mark_lines(mark, args.name, now, zone):
+                print(line)
+        return Exit.OK
+
+    return _with_store("auto-resume", now, work)
+
+
+def _invalid_name(command: str, name: str) -> int | None:
+    """Bad usage (exit 2, with the reason) when NAME cannot be a session's root id at all."""
+
+    try:
+        check_id(name, "NAME")
+    except StoreError as error:
+        print(f"rewake {command}: {error.code}: {error.detail}", file=sys.stderr)
+        return Exit.USAGE
+    return None
+
+
+def _set_fresh_if_missing(records: Any, root_id: str, enabled: bool) -> str | None:
+    """Arm a fresh start for a missing conversation (on), or disarm it (off): turning
+    auto-resume off must not leave a fresh start waiting for a later arming."""
+    record = records.load(root_id)
+    if not enabled:
+        if record is None or not record.fresh_if_missing:
+            return None
+        record.fresh_if_missing = False
+        records.save(record)
+        return "--fresh-if-missing: cleared (a missing conversation will not be started fresh)"
+    if record is None:
+        return (
+            f"--fresh-if-missing: no local record for {root_id} in {records.state_dir()}; "
+            "the flag is for sessions rewake run or rewake hook started on this machine"
+        )
+    record.fresh_if_missing = True
+    records.save(record)
+    return f"--fresh-if-missing: a missing conversation will be started fresh in {record.cwd}"
+
+
+def run_doctor_command(args: argparse.Namespace) -> int:
+
+    lines, status = run_doctor(os.environ, datetime.now(UTC))
+    for line in lines:
+        print(line)
+    return status
+
+
+def run_hook_command(args: argparse.Namespace) -> int:
+    """The hook, bounded in time: exit 0 within `--timeout` seconds whatever happens, except
+    exit 2 to block a prompt typed while rewake resumes the conversation headless."""
+    lines: list[str] = []
+    blocked: list[bool] = []
+    now = datetime.now(UTC)  # the hook's one reading of the clock: report, store and log
+    worker = threading.Thread(target=_hook_worker, args=(args, now, lines, blocked), daemon=True)
+    worker.start()
+    worker.join(max(args.timeout, 0.1))
+    if worker.is_alive():
+        # The report may still land; Claude Code must not wait for it. The daemon thread dies
+        # with the process (a SQLite write in flight is rolled back, never half-done).
+        lines.append(f"gave up after {args.timeout:g} s (store slow or stdin never closed)")
+    _say(lines, now)
+    # Claude Code blocks a UserPromptSubmit on exit 2 and shows stderr to the user; on a
+    # SessionStart exit 2 only shows stderr, which is the warning wanted there.
+    return Exit.HOOK_BLOCK if blocked else Exit.OK
+
+
+def _hook_worker(
+    args: argparse.Namespace, now: datetime, lines: list[str], blocked: list[bool]
+) -> None:
+
+    try:
+        if sys.stdin is None or sys.stdin.isatty():
+            lines.append("reads Claude Code's hook JSON on stdin (see docs/providers.md)")
+            return
+        raw = sys.stdin.buffer.read(MAX_STDIN_BYTES + 1)
+        if len(raw) > MAX_STDIN_BYTES:
+            lines.append(f"ignored: stdin is over {MAX_STDIN_BYTES} bytes, not a payload")
+            return
+        result = hook.run_hook(
+            raw.decode("utf-8", errors="replace"),
+            now=now,
+            env=os.environ,
+            open_store=lambda: open_store(clock=lambda: now),
+            auto_resume=args.auto_resume,
+            zone=host_zone(),
+        )
+        lines.extend(result.lines)
+        if result.blocked:
+            blocked.append(True)
+    except Exception as error:  # the hook never breaks Claude: one line instead
+        lines.append(f"failed: {type(error).__name__}: {error}")
+
+
+def _say(lines: list[str], now: datetime) -> None:
+    """Each line on stderr and appended to <state dir>/hook.log (Claude Code shows neither).
+    Nothing at all when there is nothing to say: a prompt in an unknown session."""
+
+    if not lines:
+        return
+    stamp = now.isoformat(timespec="seconds")
+    for line in lines:
+        print(f"rewake hook: {line}", file=sys.stderr)
+    try:
+        log = state_dir() / "hook.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with log.open("a", encoding="utf-8") as out:
+            out.writelines(f"{stamp} {line}\n" for line in lines)
+    except OSError:
+        pass  # the log is a convenience; stderr already has the lines

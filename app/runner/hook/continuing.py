@@ -1,0 +1,135 @@
+"""The user continues an interactive Claude session by hand (`UserPromptSubmit`, `SessionStart`
+resume): record it, or, while rewake resumes that conversation headless, stop the prompt.
+
+A prompt typed while the headless resume is sending or running would put a second Claude on the
+same conversation, and its recorded start would settle the mark with the user's prompt as proof
+while `rewake run --resume-of` still spawns its CLI: two CLIs sharing one attempt, one of whose
+reports is later refused (attempt_already_reported). So before anything is recorded the hook
+looks at both guards of guard.py: the session lock (a `rewake run` holds it while its CLI runs)
+and the mark (`sending` or `uncertain`: the resume is, or may be, under way). On a conflict
+`HookResult.blocked` is set; the command exits 2, which Claude Code documents as "block the
+prompt, show stderr to the user" for UserPromptSubmit. A SessionStart cannot be blocked (exit 2
+only shows stderr to the user there), so it gets the same words as a warning.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+
+from rewake.runner.hook.payload import (
+    CONTINUED,
+    RUN_ID,
+    HookInput,
+    HookResult,
+    current_attempt,
+    next_attempt,
+    root_id_for,
+)
+from rewake.runner.local import records
+from rewake.runner.local.store import JSON, Store, StoreError
+from rewake.runner.process.guard import SessionLock
+
+#: Mark states in which the headless resume is, or may be, running (see guard.py).
+RESUMING_STATES = frozenset({"sending", "uncertain"})
+
+
+def continue_by_hand(
+    hook: HookInput,
+    result: HookResult,
+    *,
+    env: Mapping[str, str],
+    open_store: Callable[[], Store],
+) -> None:
+    """The user typed in (or reopened) the interactive session: if its current attempt failed,
+    record the next one as started, which clears an armed auto-resume as `manual_resume`;
+    while rewake resumes the conversation headless, block instead and record nothing.
+
+    UserPromptSubmit fires on every prompt of every session, so an unknown session costs one
+    file lookup (no RunRecord from this hook: silent, no store opened, nothing written)."""
+    if hook.hook_event_name == "SessionStart" and hook.source != "resume":
+        return  # a new, cleared or compacted session continues no failed turn
+    root_id = root_id_for(hook.session_id)
+    old = records.load(root_id, env)
+    if old is None or old.extra.get("origin") != "hook":
+        return
+    # The lock first: it needs no store, and a run resumes (or a manual `rewake run --resume`
+    # runs) whether or not this prompt was already settled.
+    if (holder := lock_holder(root_id, env)) is not None:
+        block(hook, result, root_id, f"a rewake run holds its lock: {holder}")
+        return
+    if old.extra.get(CONTINUED) == old.attempt:
+        return
+    result.root_id = root_id
+    store = open_store()
+    try:
+        session = store.get_session(root_id)
+        mark = session.get("mark") or {}
+        if mark.get("state") in RESUMING_STATES:
+            block(hook, result, root_id, f"mark {mark.get('id')} is {mark['state']}")
+            return
+        _record(hook, result, store, session, old, root_id, env)
+    except StoreError as error:
+        if error.code not in ("session_not_found", "session_deleted"):
+            result.say(f"{root_id}: continuation not recorded: {error.code}: {error.detail}")
+    finally:
+        store.close()
+
+
+def _record(
+    hook: HookInput,
+    result: HookResult,
+    store: Store,
+    session: JSON,
+    old: records.RunRecord,
+    root_id: str,
+    env: Mapping[str, str],
+) -> None:
+    current = current_attempt(session)
+    if current is None or current[1] == "started":
+        return  # nothing failed, or an attempt is in flight and may still fail: look again
+    attempt = old.attempt
+    if current[1] == "failed":
+        attempt = next_attempt(session)
+        store.record_attempt(root_id, RUN_ID, attempt, "started")
+        result.attempt = attempt
+        result.say(
+            f"{root_id}: continued by hand ({hook.hook_event_name}): attempt {attempt} "
+            "started; an armed auto-resume is cleared (manual_resume)"
+        )
+    records.save(replace(old, attempt=attempt, extra={**old.extra, CONTINUED: attempt}), env)
+
+
+def lock_holder(root_id: str, env: Mapping[str, str]) -> str | None:
+    """Who holds the session's lock (a running `rewake run`), or None when it is free. Taken
+    without blocking and let go at once: held any longer, it would refuse the sweeper's
+    `--resume-of` that is about to start."""
+    lock = SessionLock(root_id)
+    # SessionLock reads the process environment; the hook is handed its own (the tests' too).
+    lock.path = records.lock_path(root_id, env)
+    try:
+        if lock.try_acquire("rewake hook: checking for a headless resume"):
+            return None
+        return lock.holder() or "holder unknown"
+    except records.RecordError:
+        return None  # no usable state dir: no rewake run can hold a lock in it either
+    finally:
+        lock.release()
+
+
+def block(hook: HookInput, result: HookResult, root_id: str, why: str) -> None:
+    """Stop the prompt (exit 2): the reason, and how to follow the headless resume."""
+    result.root_id = root_id
+    result.blocked = True
+    if hook.hook_event_name == "SessionStart":
+        result.say(
+            f"{root_id}: rewake is resuming this conversation headless right now ({why}); "
+            "do not type here until it ends, or two Claudes continue the same conversation. "
+            f"See it with `rewake show {root_id}`."
+        )
+        return
+    result.say(
+        f"{root_id}: prompt blocked: rewake is resuming this conversation headless right now "
+        f"({why}); a prompt here would run a second Claude on the same conversation. See it "
+        f"with `rewake show {root_id}`; type again once it ends (when `rewake run` finishes)."
+    )

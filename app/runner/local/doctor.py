@@ -1,0 +1,257 @@
+"""`rewake doctor`: whether the CLIs rewake drives are installed and accept the flags it uses,
+where sessions are stored, whether a sweeper is running, and where the local state lives.
+
+A CLI that is not installed is only reported (few people use all three); an installed CLI whose
+`--help` lacks a flag rewake relies on is a failure, named, because `rewake run` and resumes
+would then fail at the worst moment: when a limit resets with nobody watching.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from rewake.db.engine import Database
+from rewake.instants import instant
+from rewake.marks.repository import latest_heartbeat
+from rewake.runner.local.hostzone import host_zone
+from rewake.runner.local.records import state_dir
+from rewake.runner.local.store import StoreError, database_url, local_settings
+
+#: How long one `--help` or `--version` may take (a CLI may check for updates first).
+PROBE_TIMEOUT_S = 15.0
+SWEEPER_FRESH_S = 90  # rewake.settings.SWEEPER_FRESH_S, not imported: doctor must not need a DB
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One help text and the flags or subcommands it must mention; each need lists spellings,
+    any one of which will do (`-p` or `--print`)."""
+
+    argv: tuple[str, ...]
+    needs: tuple[tuple[str, ...], ...]
+
+
+#: What rewake relies on, per CLI (docs/providers.md says why each is needed).
+PROBES: dict[str, tuple[Probe, ...]] = {
+    "claude": (
+        Probe(
+            ("--help",),
+            (
+                ("-p", "--print"),
+                ("--output-format",),
+                ("--verbose",),
+                ("--session-id",),
+                ("--resume",),
+            ),
+        ),
+    ),
+    "codex": (
+        Probe(("--help",), (("exec",),)),
+        Probe(("exec", "--help"), (("--json",), ("resume",))),
+    ),
+    "gemini": (Probe(("--help",), (("-p", "--prompt"), ("--output-format",), ("--resume",))),),
+}
+
+
+@dataclass
+class CliCheck:
+    name: str
+    path: str | None = None
+    version: str | None = None
+    #: Needs not found, each as its spellings joined by "/" (`-p/--print`).
+    missing: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.path is not None and not self.missing and not self.problems
+
+
+def mentions(help_text: str, spelling: str) -> bool:
+    """Whether `spelling` appears as a whole option or word: `--resume` is not in
+    `--resume-last`, and `-p` is not inside `--print`."""
+    pattern = rf"(?<![\w-]){re.escape(spelling)}(?![\w-])"
+    return re.search(pattern, help_text) is not None
+
+
+def _probe(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """(output, problem): the command's stdout and stderr together, ANSI codes removed."""
+    try:
+        done = subprocess.run(  # noqa: S603  (a fixed argv; no shell)
+            list(argv), capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL,
+            timeout=PROBE_TIMEOUT_S, env={**env, "NO_COLOR": "1"}, check=False,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return None, f"`{' '.join(argv)}` did not answer within {PROBE_TIMEOUT_S:g} s"
+    except OSError as error:
+        return None, f"`{' '.join(argv)}` could not run: {error.strerror or error}"
+    output = _ANSI.sub("", (done.stdout or "") + "\n" + (done.stderr or ""))
+    if done.returncode != 0 and not output.strip():
+        return None, f"`{' '.join(argv)}` exited {done.returncode} without output"
+    return output, None
+
+
+def check_cli(name: str, env: Mapping[str, str]) -> CliCheck:
+    check = CliCheck(name, path=shutil.which(name, path=env.get("PATH", os.defpath)))
+    if check.path is None:
+        return check
+    version, problem = _probe([check.path, "--version"], env)
+    if version is not None:
+        check.version = next((line.strip() for line in version.splitlines() if line.strip()), "")
+    elif problem:
+        check.problems.append(problem)
+    for probe in PROBES[name]:
+        help_text, problem = _probe([check.path, *probe.argv], env)
+        if help_text is None:
+            check.problems.append(problem or "no help text")
+            continue
+        for spellings in probe.needs:
+            if not any(mentions(help_text, s) for s in spellings):
+                where = " ".join((name, *probe.argv))
+                check.missing.append(f"{'/'.join(spellings)} (not in `{where}`)")
+    return check
+
+
+def cli_lines(check: CliCheck) -> list[str]:
+    if check.path is None:
+        return [f"- {check.name}: not on PATH"]
+    symbol = "✓" if check.ok else "✗"
+    version = check.version or "version unknown"
+    lines = [f"{symbol} {check.name}: {check.path} ({version})"]
+    lines += [f"    missing flag {need}" for need in check.missing]
+    lines += [f"    {problem}" for problem in check.problems]
+    return lines
+
+
+@dataclass
+class StoreCheck:
+    lines: list[str]
+    ok: bool
+
+
+def check_store(env: Mapping[str, str], now: datetime) -> StoreCheck:
+    """Where sessions are stored, and when a sweeper last wrote its heartbeat there."""
+    url = env.get("REWAKE_URL")
+    if url:
+        return _check_service(url, env.get("REWAKE_TOKEN"), now)
+    return _check_local_db(env, now)
+
+
+def _check_service(url: str, token: str | None, now: datetime) -> StoreCheck:
+    import httpx
+
+
+    lines = [f"store: the rewake service at {url} (REWAKE_URL)"]
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        answer = httpx.get(url.rstrip("/") + "/readyz", headers=headers, timeout=10)
+        body: Any = answer.json()
+    except (httpx.HTTPError, ValueError) as error:
+        return StoreCheck([*lines, f"    ✗ not reachable: {error}"], ok=False)
+    if answer.status_code in (401, 403):
+        detail = body.get("detail") if isinstance(body, dict) else answer.text[:200]
+        return StoreCheck([*lines, f"    ✗ refused ({answer.status_code}): {detail}"], ok=False)
+    checks = body.get("checks", {}) if isinstance(body, dict) else {}
+    seen = (checks.get("sweeper") or {}).get("seen_at")
+    lines.append(f"    reachable; ready: {'yes' if answer.status_code == 200 else 'no'}")
+    lines.append(sweeper_line(instant(seen), now))
+    return StoreCheck(lines, ok=True)
+
+
+def _check_local_db(env: Mapping[str, str], now: datetime) -> StoreCheck:
+
+    try:
+        url = local_settings(env, create=False).sqlalchemy_url
+    except StoreError as error:
+        return StoreCheck([f"store: ✗ the settings are invalid: {error.detail}"], ok=False)
+    _url, where = database_url(env, create=False)
+    lines = [f"store: the local database {_redacted(url)} ({where})"]
+    path = _sqlite_file(url) if url.startswith("sqlite") else None
+    if path is not None:
+        lines[0] = f"store: the local SQLite file {path.absolute()} ({where})"
+    if where != "REWAKE_DATABASE_URL":
+        # `rewake sweep` and `rewake serve` default to rewake.db in their working directory:
+        # a sweeper started without this setting watches another file and never fires these.
+        lines.append(f"    a sweeper for these sessions needs REWAKE_DATABASE_URL={url}")
+    if path is not None and not path.exists():
+        return StoreCheck([*lines, "    not created yet: the first report creates it"], True)
+    try:
+        seen = _latest_heartbeat(url)
+    except Exception as error:  # any database error is reported, not raised
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        return StoreCheck([*lines, f"    ✗ cannot read it: {first}"], ok=False)
+    return StoreCheck([*lines, sweeper_line(seen, now)], ok=True)
+
+
+def _latest_heartbeat(url: str) -> datetime | None:
+    from sqlalchemy import inspect
+
+
+    database = Database(url)
+    try:
+        if "sweeper_heartbeats" not in inspect(database.engine).get_table_names():
+            return None
+        with database.reader() as db:
+            return latest_heartbeat(db)
+    finally:
+        database.dispose()
+
+
+def _sqlite_file(url: str) -> Path | None:
+    rest = url.split(":///", 1)[1] if ":///" in url else ""
+    rest = rest.split("?", 1)[0]
+    return Path(rest) if rest and rest != ":memory:" else None
+
+
+def _redacted(url: str) -> str:
+    return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
+
+
+def sweeper_line(seen: datetime | None, now: datetime) -> str:
+    if seen is None:
+        return "    ! no sweeper seen here yet: armed marks fire only while one runs (rewake sweep)"
+    age = int((now - seen).total_seconds())
+    if now - seen > timedelta(seconds=SWEEPER_FRESH_S):
+        return f"    ! sweeper last seen {age} s ago: armed marks will not fire until one runs"
+    return f"    ✓ sweeper seen {max(age, 0)} s ago"
+
+
+def state_lines(env: Mapping[str, str], zone: str | None) -> list[str]:
+
+    directory = state_dir(env)
+    runs = directory / "runs"
+    count = len(list(runs.glob("*.json"))) if runs.is_dir() else 0
+    where = "REWAKE_STATE_DIR" if env.get("REWAKE_STATE_DIR") else "default"
+    exists = "exists" if directory.is_dir() else "not created yet"
+    zone_words = zone or "unknown (set TZ to an IANA name: times without a zone are then read)"
+    return [
+        f"state dir: {directory} ({where}; {exists}; {count} run record(s))",
+        f"host zone: {zone_words}",
+    ]
+
+
+def run_doctor(env: Mapping[str, str], now: datetime) -> tuple[list[str], int]:
+    """The report's lines and the exit status: 1 when something rewake needs is broken."""
+
+    checks = [check_cli(name, env) for name in PROBES]
+    lines = [line for check in checks for line in cli_lines(check)]
+    store = check_store(env, now)
+    lines += store.lines
+    lines += state_lines(env, host_zone(env))
+    installed = [check for check in checks if check.path is not None]
+    failed = [check.name for check in installed if not check.ok]
+    if not installed:
+        lines.append("✗ none of claude, codex, gemini is on PATH")
+    elif failed:
+        lines.append(f"✗ {', '.join(failed)}: a flag rewake relies on is missing (see above)")
+    return lines, 0 if installed and not failed and store.ok else 1

@@ -1,0 +1,353 @@
+"""Where `rewake run`, `rewake hook` and the terminal views record and read sessions.
+
+Two stores answer the same calls with the API's JSON: `HttpStore` talks to a rewake service at
+`REWAKE_URL` (with `REWAKE_TOKEN`, a `name:secret` pair), `LocalStore` runs the very domain
+functions the API's routes call, in the local database, upgrading its schema first as `rewake
+serve` does. That database is `REWAKE_DATABASE_URL` when set, else `rewake.db` in the state
+directory: one file per user, wherever the command runs (Claude Code runs hooks in the project's
+directory), unlike `rewake serve`'s default of the working directory. A refusal is a
+`StoreError` with the API's stable code either way, so the callers never care which store they
+hold.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar
+from zoneinfo import ZoneInfo
+
+from rewake.context import Context
+from rewake.db.engine import Database
+from rewake.db.migrations import upgrade
+from rewake.errors import DomainError
+from rewake.ids import ID_HELP, ID_RE
+from rewake.marks import service as marks
+from rewake.parsers import parse
+from rewake.reports import actions, failures
+from rewake.reports import views as session_views
+from rewake.reports.body import FailureBody
+from rewake.runner.local.records import state_dir
+from rewake.sessions.repository import SessionFilter
+from rewake.settings import Settings
+
+JSON = dict[str, Any]
+T = TypeVar("T")
+Clock = Callable[[], datetime]
+DATABASE_FILE = "rewake.db"
+
+
+class StoreError(Exception):
+    """The service or the domain refused; `code` is the API's stable code."""
+
+    def __init__(self, code: str, detail: str, status: int = 0) -> None:
+        super().__init__(f"{code}: {detail}")
+        self.code = code
+        self.detail = detail
+        self.status = status
+
+
+class Store(Protocol):
+    """The session API's calls, answered with the API's JSON bodies."""
+
+    #: Who acts, as the timeline and `armed_by` name them.
+    actor: str
+
+    def report_failure(self, root_id: str, run_id: str, body: Mapping[str, Any]) -> JSON: ...
+
+    def record_attempt(self, root_id: str, run_id: str, attempt: int, status: str) -> JSON: ...
+
+    def set_auto_resume(
+        self, root_id: str, *, enabled: bool, despite_native: bool = False
+    ) -> JSON: ...
+
+    def get_mark(self, root_id: str) -> JSON: ...
+
+    def manual_resume(self, root_id: str, run_id: str) -> JSON: ...
+
+    def cancel(self, root_id: str) -> JSON: ...
+
+    def get_session(self, root_id: str) -> JSON: ...
+
+    def list_sessions(self, *, limit: int = 50, **filters: str) -> JSON: ...
+
+    def close(self) -> None: ...
+
+
+def local_actor() -> str:
+    """The local user, as `armed_by` records them."""
+    try:
+        name = getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        name = str(os.getuid()) if hasattr(os, "getuid") else "user"
+    return f"local:{name}"
+
+
+def check_id(value: str, what: str) -> str:
+    if not ID_RE.fullmatch(value):
+        raise StoreError("invalid_request", f"{what} {value!r} must be {ID_HELP}", 422)
+    return value
+
+
+def database_url(env: Mapping[str, str] | None = None, *, create: bool = True) -> tuple[str, str]:
+    """(the local database's URL, where it came from): REWAKE_DATABASE_URL when set, else
+    `rewake.db` in the state directory (created here unless `create` is false)."""
+
+    env = os.environ if env is None else env
+    if env.get("REWAKE_DATABASE_URL"):
+        return env["REWAKE_DATABASE_URL"], "REWAKE_DATABASE_URL"
+    directory = state_dir(env)
+    if create:
+        directory.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{(directory / DATABASE_FILE).absolute()}", "default: the state dir"
+
+
+def local_settings(env: Mapping[str, str] | None = None, *, create: bool = True) -> Any:
+    """The service settings from the environment, on the runner's database (`database_url`)."""
+    from pydantic import ValidationError
+
+
+    url, _where = database_url(env, create=create)
+    try:
+        return Settings(database_url=url)
+    except ValidationError as error:
+        raise StoreError("invalid_configuration", str(error)) from error
+
+
+def open_store(env: Mapping[str, str] | None = None, *, clock: Clock | None = None) -> Store:
+    """`HttpStore` when REWAKE_URL is set, `LocalStore` on the runner's database otherwise.
+    `clock` is the command's one reading of the clock (the service reads its own)."""
+    env = os.environ if env is None else env
+    url = env.get("REWAKE_URL")
+    if url:
+        return HttpStore(url, token=env.get("REWAKE_TOKEN"))
+    return LocalStore.from_settings(env, clock=clock)
+
+
+class HttpStore:
+    """A rewake service over HTTP; its problem+json answers become `StoreError`s."""
+
+    def __init__(self, base_url: str, *, token: str | None = None, timeout_s: float = 30) -> None:
+        import httpx
+
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.actor = token.split(":", 1)[0] if token else local_actor()
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/") + "/api/agent/runs", headers=headers, timeout=timeout_s
+        )
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> JSON:
+        import httpx
+
+        try:
+            response = self._client.request(method, path, **kwargs)
+        except httpx.HTTPError as error:
+            raise StoreError("service_unreachable", f"{self._client.base_url}: {error}") from error
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if response.is_success and isinstance(body, dict):
+            return body
+        if isinstance(body, dict) and isinstance(body.get("code"), str):
+            detail = str(body.get("detail") or body.get("title") or body["code"])
+            raise StoreError(body["code"], detail, response.status_code)
+        raise StoreError(
+            "service_error", f"HTTP {response.status_code}: {response.text[:200]}",
+            response.status_code,
+        )  # fmt: skip
+
+    def report_failure(self, root_id: str, run_id: str, body: Mapping[str, Any]) -> JSON:
+        return self._call("POST", f"/{root_id}/runs/{run_id}/failures", json=dict(body))
+
+    def record_attempt(self, root_id: str, run_id: str, attempt: int, status: str) -> JSON:
+        payload = {"attempt": attempt, "status": status}
+        return self._call("POST", f"/{root_id}/runs/{run_id}/attempts", json=payload)
+
+    def set_auto_resume(self, root_id: str, *, enabled: bool, despite_native: bool = False) -> JSON:
+        payload = {"enabled": enabled, "despite_native": despite_native}
+        return self._call("PUT", f"/{root_id}/auto-resume", json=payload)
+
+    def get_mark(self, root_id: str) -> JSON:
+        return self._call("GET", f"/{root_id}/auto-resume")
+
+    def manual_resume(self, root_id: str, run_id: str) -> JSON:
+        return self._call("POST", f"/{root_id}/runs/{run_id}/resume")
+
+    def cancel(self, root_id: str) -> JSON:
+        return self._call("POST", f"/{root_id}/cancel")
+
+    def get_session(self, root_id: str) -> JSON:
+        return self._call("GET", f"/{root_id}")
+
+    def list_sessions(self, *, limit: int = 50, **filters: str) -> JSON:
+        return self._call("GET", "", params={"limit": limit, **filters})
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def _unavailable(url: str, error: BaseException) -> StoreError | None:
+    """`store_unavailable` for an error of the database itself (cannot open the file, not a
+    database, locked past the busy timeout, connection lost), else None. Programming and
+    integrity errors are bugs, not an unavailable store: they keep their traceback. The caller
+    treats the store like an unreachable service: one line, and a report kept in the outbox."""
+    from sqlalchemy import exc
+
+    unavailable = isinstance(error, exc.OperationalError | exc.InterfaceError | exc.InternalError)
+    if not unavailable and type(error) is not exc.DatabaseError:  # "file is not a database"
+        return None
+    cause = getattr(error, "orig", None) or error
+    first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+    return StoreError("store_unavailable", f"{_redacted(url)}: {first}")
+
+
+def _redacted(url: str) -> str:
+    """The database URL without its password, fit for a message."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "the database URL"
+
+
+class LocalStore:
+    """The local database, through the domain functions the API's routes call."""
+
+    def __init__(
+        self,
+        settings: Any,
+        *,
+        clock: Clock | None = None,
+        actor: str | None = None,
+        migrate: bool = True,
+    ) -> None:
+        from sqlalchemy.exc import ArgumentError
+
+
+        self.settings = settings
+        self.actor = actor or local_actor()
+        self._clock = clock or (lambda: datetime.now(UTC))
+        url = settings.sqlalchemy_url
+        try:
+            self.database = Database(url)
+        except ArgumentError as error:  # a URL SQLAlchemy cannot use (a driver not installed)
+            raise StoreError("invalid_configuration", f"{_redacted(url)}: {error}") from error
+        if migrate:
+            try:
+                upgrade(self.database.engine)
+            except Exception as error:
+                self.database.dispose()
+                if (unavailable := _unavailable(url, error)) is None:
+                    raise
+                raise unavailable from error
+
+    @classmethod
+    def from_settings(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> LocalStore:
+        """The store on `local_settings(env)`: REWAKE_DATABASE_URL, else the state dir's file."""
+        return cls(local_settings(env), **kwargs)
+
+    def context(self) -> Any:
+        """One call's view of the world: the clock is read here, once."""
+
+        s = self.settings
+        return Context(
+            now=self._clock(),
+            actor=self.actor,
+            resume_delay_s=s.resume_delay_s,
+            display_zone=ZoneInfo(s.display_zone) if s.display_zone else None,
+            executor=s.executor,
+            tombstone_retention_days=s.tombstone_retention_days,
+            hold_window_s=s.hold_window_s,
+        )
+
+    def _run(self, work: Callable[[Any, Any], T], *, write: bool) -> T:
+
+        ctx = self.context()
+        try:
+            if write:
+                with self.database.writer() as db, self.database.transaction(db):
+                    return work(db, ctx)
+            with self.database.reader() as db:
+                return work(db, ctx)
+        except DomainError as refused:
+            raise StoreError(refused.code, refused.detail, refused.status) from refused
+        except Exception as error:
+            if (unavailable := _unavailable(self.settings.sqlalchemy_url, error)) is None:
+                raise
+            raise unavailable from error
+
+    def report_failure(self, root_id: str, run_id: str, body: Mapping[str, Any]) -> JSON:
+        from pydantic import ValidationError
+
+
+        check_id(root_id, "root_id")
+        check_id(run_id, "run_id")
+        try:
+            report = FailureBody.model_validate(dict(body)).to_report(root_id, run_id)
+        except ValidationError as error:
+            raise StoreError("invalid_request", str(error), 422) from error
+
+        def work(db: Any, ctx: Any) -> JSON:
+            read = failures.read_report(report, parse=parse, now=ctx.now)
+            answer, _created = failures.store_failure(db, read, ctx=ctx)
+            return answer
+
+        return self._run(work, write=True)
+
+    def record_attempt(self, root_id: str, run_id: str, attempt: int, status: str) -> JSON:
+
+        check_id(root_id, "root_id")
+        check_id(run_id, "run_id")
+        return self._run(
+            lambda db, ctx: actions.record_attempt(db, root_id, run_id, attempt, status, ctx),
+            write=True,
+        )
+
+    def set_auto_resume(self, root_id: str, *, enabled: bool, despite_native: bool = False) -> JSON:
+
+        check_id(root_id, "root_id")
+        return self._run(
+            lambda db, ctx: marks.set_auto_resume(
+                db, root_id, enabled=enabled, despite_native=despite_native, ctx=ctx
+            ),
+            write=True,
+        )
+
+    def get_mark(self, root_id: str) -> JSON:
+
+        check_id(root_id, "root_id")
+        return self._run(lambda db, ctx: marks.mark_view(db, root_id, ctx), write=False)
+
+    def manual_resume(self, root_id: str, run_id: str) -> JSON:
+
+        check_id(root_id, "root_id")
+        check_id(run_id, "run_id")
+        return self._run(
+            lambda db, ctx: actions.manual_resume(db, root_id, run_id, ctx), write=True
+        )
+
+    def cancel(self, root_id: str) -> JSON:
+
+        check_id(root_id, "root_id")
+        return self._run(lambda db, ctx: actions.cancel_session(db, root_id, ctx), write=True)
+
+    def get_session(self, root_id: str) -> JSON:
+
+        check_id(root_id, "root_id")
+        return self._run(lambda db, ctx: session_views.session_view(db, root_id, ctx), write=False)
+
+    def list_sessions(self, *, limit: int = 50, **filters: str) -> JSON:
+
+        where = SessionFilter(**filters)
+        return self._run(
+            lambda db, ctx: session_views.list_sessions(db, where, limit=limit, offset=0, ctx=ctx),
+            write=False,
+        )
+
+    def close(self) -> None:
+        self.database.dispose()

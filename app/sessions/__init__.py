@@ -1,0 +1,1 @@
+"""Sessions, runs, attempts and their failures as stored: the repository, tombstones, rules."""

@@ -1,0 +1,314 @@
+"""Queries on sessions, runs, attempts, failures, the timeline, tombstones and heartbeats."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, delete, exists, insert, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlmodel import Session, col
+
+from rewake.db.models import (
+    AttemptRow,
+    FailureRow,
+    MarkRow,
+    RunRow,
+    SessionRow,
+    TimelineRow,
+    TombstoneRow,
+)
+
+
+def _dialect(db: Session) -> str:
+    return db.get_bind().dialect.name
+
+
+_ONE_FAILURE = (
+    (col(FailureRow.root_id) == bindparam("root_id"))
+    & (col(FailureRow.run_id) == bindparam("run_id"))
+    & (col(FailureRow.attempt) == bindparam("attempt"))
+)
+_REFRESH = {"populate_existing": True}
+
+
+def lock_session(db: Session, root_id: str) -> SessionRow | None:
+    """The session row, locked until the transaction ends (PostgreSQL; SQLite is serialized).
+
+    FOR NO KEY UPDATE: it excludes every other writer of the session, yet lets a sweeper
+    append timeline rows for it (their foreign key takes KEY SHARE on this row). With FOR
+    UPDATE, a request holding the session and waiting for a mark deadlocked with a sweeper
+    holding that mark and appending its timeline entry."""
+    stmt = (
+        select(SessionRow)
+        .where(col(SessionRow.root_id) == root_id)
+        .with_for_update(key_share=True)
+    )
+    return db.scalars(stmt, execution_options=_REFRESH).first()
+
+
+#: What a new session row may be given beyond its key and its instants (`ensure_session`).
+FIRST_VALUES = ("state", "host_seen_at", "current_run_id", "current_attempt")
+
+
+def ensure_session(
+    db: Session, root_id: str, now: datetime, first: Mapping[str, Any] | None = None
+) -> tuple[SessionRow, bool]:
+    """The locked session row, created on first sight; and whether it was created now.
+
+    A created row is `running` unless `first` (names of FIRST_VALUES) says what it is from
+    the start, so that a caller that knows saves itself an UPDATE. Concurrent first sights
+    insert once: the loser of the race reads (and locks) the winner's row."""
+    values: dict[str, Any] = {
+        "root_id": root_id, "state": "running", "created_at": now, "updated_at": now,
+    }  # fmt: skip
+    if first:
+        values |= {name: first[name] for name in FIRST_VALUES if name in first}
+    insert_fn = pg_insert if _dialect(db) == "postgresql" else sqlite_insert
+    stmt = (
+        insert_fn(SessionRow)
+        .values(values)
+        .on_conflict_do_nothing(index_elements=["root_id"])
+        .returning(SessionRow)
+    )
+    created = db.scalars(stmt, execution_options=_REFRESH).first()
+    if created is not None:
+        return created, True
+    row = lock_session(db, root_id)
+    assert row is not None  # inserted or already there, and rows are only deleted under lock
+    return row, False
+
+
+def note_host_seen(session: SessionRow, now: datetime) -> None:
+    """The session's host sent something for it at `now` (it only ever moves later)."""
+    session.host_seen_at = host_seen_at(session, now)
+
+
+def host_seen_at(session: SessionRow, now: datetime) -> datetime:
+    """The session's host_seen_at once its host is seen at `now`: it only ever moves later."""
+    seen = session.host_seen_at
+    return now if seen is None or seen < now else seen
+
+
+def get_session(db: Session, root_id: str) -> SessionRow | None:
+    return db.get(SessionRow, root_id)
+
+
+def get_run(db: Session, root_id: str, run_id: str) -> RunRow | None:
+    return db.get(RunRow, (root_id, run_id))
+
+
+def list_runs(db: Session, root_id: str) -> list[RunRow]:
+    stmt = select(RunRow).where(col(RunRow.root_id) == root_id).order_by(col(RunRow.created_at))
+    return list(db.scalars(stmt))
+
+
+def get_attempt(db: Session, root_id: str, run_id: str, attempt: int) -> AttemptRow | None:
+    return db.get(AttemptRow, (root_id, run_id, attempt))
+
+
+def list_attempts(db: Session, root_id: str) -> list[AttemptRow]:
+    stmt = (
+        select(AttemptRow)
+        .where(col(AttemptRow.root_id) == root_id)
+        .order_by(col(AttemptRow.run_id), col(AttemptRow.attempt))
+    )
+    return list(db.scalars(stmt))
+
+
+def get_failure(db: Session, root_id: str, run_id: str, attempt: int) -> FailureRow | None:
+    return db.get(FailureRow, (root_id, run_id, attempt))
+
+
+def failure_observed_at(db: Session, root_id: str, run_id: str, attempt: int) -> datetime | None:
+    """When a stored failure was observed (without loading its text)."""
+    stmt = select(col(FailureRow.observed_at)).where(_ONE_FAILURE)
+    observed: datetime | None = db.scalar(
+        stmt, {"root_id": root_id, "run_id": run_id, "attempt": attempt}
+    )
+    return observed
+
+
+def stored_answer(
+    db: Session, root_id: str, run_id: str, attempt: int
+) -> tuple[str, dict[str, Any]] | None:
+    """A stored failure's body fingerprint and the answer it got, if it was reported (without
+    loading its text)."""
+    stmt = select(col(FailureRow.body_hash), col(FailureRow.answer)).where(_ONE_FAILURE)
+    params = {"root_id": root_id, "run_id": run_id, "attempt": attempt}
+    row = db.execute(stmt, params).first()
+    return (row[0], row[1]) if row is not None else None
+
+
+def mark_attempt_failed(
+    db: Session, root_id: str, run_id: str, attempt: int, now: datetime
+) -> None:
+    """The attempt failed: insert it, or set an existing one's status (one statement, run at
+    once: the attempt's failure row refers to it)."""
+    insert_fn = pg_insert if _dialect(db) == "postgresql" else sqlite_insert
+    values = {
+        "root_id": root_id,
+        "run_id": run_id,
+        "attempt": attempt,
+        "status": "failed",
+        "failed_at": now,
+    }
+    stmt = insert_fn(AttemptRow).values(values)
+    upsert = stmt.on_conflict_do_update(
+        index_elements=["root_id", "run_id", "attempt"],
+        set_={"status": stmt.excluded.status, "failed_at": stmt.excluded.failed_at},
+    )
+    db.execute(upsert)
+
+
+def list_failures(db: Session, root_id: str) -> list[FailureRow]:
+    stmt = (
+        select(FailureRow)
+        .where(col(FailureRow.root_id) == root_id)
+        .order_by(col(FailureRow.observed_at))
+    )
+    return list(db.scalars(stmt))
+
+
+def add(db: Session, row: Any) -> None:
+    """Stage a new row; it is written with the transaction."""
+    db.add(row)
+
+
+def append_timeline(
+    db: Session,
+    root_id: str,
+    now: datetime,
+    event: str,
+    *,
+    actor: str | None,
+    run_id: str | None = None,
+    attempt: int | None = None,
+    mark_id: int | None = None,
+    detail: dict[str, Any] | None = None,
+) -> None:
+    """Append one entry to the session's timeline, in the caller's transaction (one INSERT:
+    nothing reads an entry back while writing)."""
+    values = {
+        "root_id": root_id,
+        "at": now,
+        "event": event,
+        "actor": actor,
+        "run_id": run_id,
+        "attempt": attempt,
+        "mark_id": mark_id,
+        "detail": detail or {},
+    }
+    db.execute(insert(TimelineRow).values(values))
+
+
+def append_mark_event(
+    db: Session,
+    mark: MarkRow,
+    now: datetime,
+    event: str,
+    *,
+    actor: str | None,
+    detail: dict[str, Any] | None = None,
+) -> None:
+    """Append a mark's transition to its session's timeline, naming the mark's run, attempt
+    and id."""
+    append_timeline(
+        db,
+        mark.root_id,
+        now,
+        event,
+        actor=actor,
+        run_id=mark.run_id,
+        attempt=mark.attempt,
+        mark_id=mark.id,
+        detail=detail,
+    )
+
+
+def list_timeline(db: Session, root_id: str, limit: int = 500) -> list[TimelineRow]:
+    """The session's latest `limit` entries, oldest first."""
+    stmt = (
+        select(TimelineRow)
+        .where(col(TimelineRow.root_id) == root_id)
+        .order_by(col(TimelineRow.id).desc())
+        .limit(limit)
+    )
+    return list(reversed(list(db.scalars(stmt))))
+
+
+@dataclass(frozen=True, slots=True)
+class SessionFilter:
+    """The list route's filters; None means any."""
+
+    state: str | None = None
+    mark_state: str | None = None
+    failure_kind: str | None = None
+    provider: str | None = None
+    account_key: str | None = None
+
+
+def list_sessions(
+    db: Session, where: SessionFilter, *, limit: int, offset: int
+) -> list[tuple[SessionRow, FailureRow | None]]:
+    """Sessions, most recently changed first, each with its current failure."""
+    stmt = select(SessionRow, FailureRow).outerjoin(
+        FailureRow,
+        (col(FailureRow.root_id) == col(SessionRow.root_id))
+        & (col(FailureRow.run_id) == col(SessionRow.current_run_id))
+        & (col(FailureRow.attempt) == col(SessionRow.current_attempt)),
+    )
+    if where.state is not None:
+        stmt = stmt.where(col(SessionRow.state) == where.state)
+    if where.failure_kind is not None:
+        stmt = stmt.where(col(FailureRow.failure_kind) == where.failure_kind)
+    if where.provider is not None:
+        stmt = stmt.where(col(FailureRow.provider) == where.provider)
+    if where.account_key is not None:
+        stmt = stmt.where(col(FailureRow.account_key) == where.account_key)
+    if where.mark_state is not None:
+        stmt = stmt.where(
+            exists().where(
+                (col(MarkRow.root_id) == col(SessionRow.root_id))
+                & (col(MarkRow.state) == where.mark_state)
+            )
+        )
+    stmt = stmt.order_by(col(SessionRow.updated_at).desc(), col(SessionRow.root_id))
+    rows = db.execute(stmt.limit(limit).offset(offset)).all()
+    return [(row[0], row[1]) for row in rows]
+
+
+def delete_session_rows(db: Session, root_id: str) -> None:
+    """Remove a session and everything under it (children first, for the foreign keys)."""
+    for table in (TimelineRow, MarkRow, FailureRow, AttemptRow, RunRow, SessionRow):
+        db.execute(delete(table).where(col(table.root_id) == root_id))
+
+
+def get_tombstone(db: Session, root_id: str) -> TombstoneRow | None:
+    return db.get(TombstoneRow, root_id)
+
+
+def tombstone_deleted_at(db: Session, root_id: str) -> datetime | None:
+    """When the root_id's tombstone was written; None when it has none."""
+    stmt = select(col(TombstoneRow.deleted_at)).where(col(TombstoneRow.root_id) == root_id)
+    deleted_at: datetime | None = db.scalar(stmt)
+    return deleted_at
+
+
+def put_tombstone(db: Session, row: TombstoneRow) -> None:
+    """Write a tombstone, replacing an older one for a root_id that was reused."""
+    db.merge(row)
+
+
+def purge_tombstones(db: Session, older_than: datetime) -> int:
+    """Delete tombstones past their retention; the number deleted."""
+    result = db.execute(delete(TombstoneRow).where(col(TombstoneRow.deleted_at) < older_than))
+    count: int = result.rowcount  # type: ignore[attr-defined]
+    return count
+
+
+
+
