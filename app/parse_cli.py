@@ -58,7 +58,6 @@ def _open(name: str) -> TextIO:
 
 
 def run(args: argparse.Namespace) -> int:
-
     now = datetime.now(UTC)
     try:
         stream = _open(args.file)
@@ -94,7 +93,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _answer_line(line: str, now: datetime) -> dict[str, Any]:
-
     try:
         item = json.loads(line)
     except ValueError as error:

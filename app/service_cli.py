@@ -101,9 +101,7 @@ def register(subparsers: Any) -> None:
     migrate.set_defaults(func=run_migrate)
 
 
-def _settings() -> Any:
-
-
+def _settings() -> Settings | None:
     try:
         return Settings()
     except ValidationError as error:
@@ -112,7 +110,6 @@ def _settings() -> Any:
 
 
 def run_migrate(_args: argparse.Namespace) -> int:
-
     settings = _settings()
     if settings is None:
         return Exit.USAGE
@@ -130,8 +127,6 @@ def run_migrate(_args: argparse.Namespace) -> int:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-
-
     settings = _settings()
     if settings is None:
         return Exit.USAGE

@@ -10,6 +10,7 @@ import ipaddress
 import re
 from functools import cached_property
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -67,8 +68,6 @@ class Settings(BaseSettings):
     @classmethod
     def _zone_exists(cls, value: str | None) -> str | None:
         if value:
-            from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
             try:
                 ZoneInfo(value)
             except (ZoneInfoNotFoundError, ValueError) as error:

@@ -81,7 +81,7 @@ def rewake_env(database: Path) -> dict[str, str]:
 
 def test_installed_wheel_migrates_an_empty_database(installed: Path, tmp_path: Path) -> None:
     """`rewake migrate` from a wheel install finds its packaged scripts and creates the tables."""
-    where = "from rewake import migrations; print(migrations.script_location())"
+    where = "from rewake.db import migrations; print(migrations.script_location())"
     found = run(installed / "bin" / "python", "-c", where, cwd=tmp_path)
     assert Path(found.strip()).is_relative_to(installed), found
     database = tmp_path / "rewake.db"

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +28,15 @@ from rewake.executors.base import DEFAULT_PROMPT
 from rewake.exits import Exit
 from rewake.runner.local import records
 from rewake.runner.local.hostzone import host_zone
-from rewake.runner.local.providers import PROVIDERS, UsageError, provider_named, resolve_command
-from rewake.runner.local.records import RecordError
-from rewake.runner.local.store import StoreError, check_id, open_store
+from rewake.runner.local.providers import (
+    PROVIDERS,
+    Provider,
+    UsageError,
+    provider_named,
+    resolve_command,
+)
+from rewake.runner.local.records import RecordError, RunRecord
+from rewake.runner.local.store import Store, StoreError, check_id, open_store
 from rewake.runner.process.attempts import MANUAL_PROMPT, Options, Runner, Step
 from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_refusal
 from rewake.runner.process.supervise import ProgramNotFound
@@ -90,7 +98,6 @@ def cli_version(program: str, env: dict[str, str] | None = None) -> str | None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-
     exits: list[tuple[type[Exception], int]] = [
         (SessionBusy, Exit.BUSY),
         (RecordError, Exit.STORE),
@@ -121,8 +128,14 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _runner(
-    store: Any, record: Any, provider: Any, lock: Any, *, auto_resume: bool, wait: bool
-) -> Any:
+    store: Store,
+    record: RunRecord,
+    provider: Provider,
+    lock: SessionLock,
+    *,
+    auto_resume: bool,
+    wait: bool,
+) -> Runner:
 
     prompt = os.environ.get("REWAKE_RESUME_PROMPT") or DEFAULT_PROMPT
     options = Options(
@@ -132,14 +145,13 @@ def _runner(
 
 
 def _session_name(value: str, what: str) -> str:
-
     try:
         return check_id(value, what)
     except Exception as error:
         raise UsageError(str(error)) from error
 
 
-def _open_checked_store() -> Any:
+def _open_checked_store() -> Store:
     """The store, once it has answered a cheap call: a CLI whose limit could not be recorded
     is not worth starting (the failure would be lost)."""
 
@@ -163,7 +175,7 @@ class _StoreDown(Exception):
     """The store did not answer the probe (already said on stderr)."""
 
 
-def _with_store(work: Any) -> int:
+def _with_store(work: Callable[[Store], int]) -> int:
     try:
         store = _open_checked_store()
     except _StoreDown:
@@ -174,14 +186,13 @@ def _with_store(work: Any) -> int:
         store.close()
 
 
-def _refresh_version(record: Any) -> None:
+def _refresh_version(record: RunRecord) -> None:
     """The CLI may have been upgraded since the first run: the version that runs now."""
     program = str(record.extra.get("program") or record.provider)
     record.cli_version = cli_version(program) or record.cli_version
 
 
 def _first_run(args: argparse.Namespace, rest: list[str]) -> int:
-
     provider, program, cli_args = resolve_command(args.provider, rest)
     name = _session_name(args.name or f"{provider.name}-{uuid.uuid4().hex[:8]}", "--name")
     lock = SessionLock(name)
@@ -196,7 +207,7 @@ def _first_run(args: argparse.Namespace, rest: list[str]) -> int:
         pinned = None  # only Claude takes an id for a new session; the others report theirs
     argv = provider.first_argv(program, cli_args, pinned)
 
-    def work(store: Any) -> int:
+    def work(store: Store) -> int:
         record = records.RunRecord(
             root_id=name, run_id="r1", provider=provider.name, cwd=str(Path.cwd()), args=cli_args,
             cli_session_id=pinned, cli_version=cli_version(program), attempt=1,
@@ -215,8 +226,6 @@ def _first_run(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _on_path(program: str) -> bool:
-    import shutil
-
     return shutil.which(program) is not None
 
 
@@ -238,8 +247,7 @@ def _resume(args: argparse.Namespace, rest: list[str]) -> int:
     if args.fresh_if_missing:
         record.fresh_if_missing = True
 
-    def work(store: Any) -> int:
-
+    def work(store: Store) -> int:
         refusal = manual_resume_refusal(store.get_mark(name), store.get_session(name))
         if refusal is not None and not args.force:
             print(f"rewake run: not resuming {name}: {refusal} (--force resumes anyway)",
@@ -255,7 +263,6 @@ def _resume(args: argparse.Namespace, rest: list[str]) -> int:
 
 
 def _manual_prompt() -> str:
-
     return MANUAL_PROMPT
 
 
@@ -285,7 +292,7 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
               f"attempt {record.attempt}: not resuming twice", file=sys.stderr)  # fmt: skip
         return Exit.SUPERSEDED
 
-    def work(store: Any) -> int:
+    def work(store: Store) -> int:
         return _run_resume(store, record, lock, rest, auto=bool(record.extra.get("auto_resume")),
                            wait=False, fresh_allowed=record.fresh_if_missing)  # fmt: skip
 
@@ -293,7 +300,7 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
 
 
 def _run_resume(
-    store: Any, record: Any, lock: Any, rest: list[str], *, auto: bool, wait: bool,
+    store: Store, record: RunRecord, lock: SessionLock, rest: list[str], *, auto: bool, wait: bool,
     fresh_allowed: bool,
 ) -> int:  # fmt: skip
     """The provider's resume form under supervision, as the next attempt of `record`'s run."""

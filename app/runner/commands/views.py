@@ -24,6 +24,10 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime, tzinfo
 from typing import Any
+from zoneinfo import ZoneInfo
+
+from rich.console import Console
+from sqlalchemy.exc import SQLAlchemyError
 
 from rewake.exits import Exit
 from rewake.runner.hook import claude as hook
@@ -32,7 +36,7 @@ from rewake.runner.local import records, views
 from rewake.runner.local.doctor import run_doctor
 from rewake.runner.local.hostzone import host_zone
 from rewake.runner.local.records import state_dir
-from rewake.runner.local.store import StoreError, check_id, open_store
+from rewake.runner.local.store import Store, StoreError, check_id, open_store
 
 NOT_FOUND_CODES = frozenset({"session_not_found", "session_deleted"})
 HOOK_TIMEOUT_S = 20.0
@@ -99,7 +103,6 @@ def register(commands: Any) -> None:
 
 def display_zone() -> tzinfo | None:
     """REWAKE_DISPLAY_ZONE when it names a zone, else the terminal's local zone (None)."""
-    from zoneinfo import ZoneInfo
 
     name = os.environ.get("REWAKE_DISPLAY_ZONE")
     if name:
@@ -125,7 +128,7 @@ def _store_failure(command: str, error: Exception) -> int:
     return Exit.REFUSED if error.status == 409 else Exit.STORE
 
 
-def _with_store(command: str, now: datetime, work: Callable[[Any], int]) -> int:
+def _with_store(command: str, now: datetime, work: Callable[[Store], int]) -> int:
     """Open the store, run `work`, close it; any store problem is one line and a status. A
     local store answers every call as of `now`, the command's one reading of the clock."""
 
@@ -136,7 +139,6 @@ def _with_store(command: str, now: datetime, work: Callable[[Any], int]) -> int:
     try:
         return work(store)
     except Exception as error:  # only the store's own failures are caught below
-
         if isinstance(error, StoreError) or _is_database_error(error):
             return _store_failure(command, error)
         raise
@@ -145,19 +147,14 @@ def _with_store(command: str, now: datetime, work: Callable[[Any], int]) -> int:
 
 
 def _is_database_error(error: Exception) -> bool:
-    from sqlalchemy.exc import SQLAlchemyError
-
     return isinstance(error, SQLAlchemyError | OSError)
 
 
 def run_ls(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-
     now, zone = datetime.now(UTC), display_zone()
     filters = {k: v for k in ("state", "provider") if (v := getattr(args, k))}
 
-    def work(store: Any) -> int:
+    def work(store: Store) -> int:
         listing = store.list_sessions(limit=args.limit, **filters)
         sessions = []
         # The list's items carry no mark (GET /api/agent/runs), so each row costs one more
@@ -188,14 +185,11 @@ def _words(filters: dict[str, str]) -> str:
 
 
 def run_show(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
-
     now, zone = datetime.now(UTC), display_zone()
     if (bad := _invalid_name("show", args.name)) is not None:
         return bad
 
-    def work(store: Any) -> int:
+    def work(store: Store) -> int:
         session = store.get_session(args.name)
         if args.json:
             print(json.dumps(session, indent=2, ensure_ascii=False))
@@ -207,13 +201,12 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_auto_resume(args: argparse.Namespace) -> int:
-
     now, zone = datetime.now(UTC), display_zone()
     enabled = args.switch == "on"
     if (bad := _invalid_name("auto-resume", args.name)) is not None:
         return bad
 
-    def work(store: Any) -> int:
+    def work(store: Store) -> int:
         try:
             mark = store.set_auto_resume(
                 args.name, enabled=enabled, despite_native=args.despite_native
@@ -225,7 +218,7 @@ def run_auto_resume(args: argparse.Namespace) -> int:
             print(f"rewake auto-resume: refused ({error.code}): {words}", file=sys.stderr)
             return Exit.REFUSED
         asked = args.fresh_if_missing or not enabled
-        if asked and (said := _set_fresh_if_missing(records, args.name, enabled)) is not None:
+        if asked and (said := _set_fresh_if_missing(args.name, enabled)) is not None:
             print(said)
         if args.json:
             print(json.dumps(mark, indent=2, ensure_ascii=False))
@@ -248,7 +241,7 @@ def _invalid_name(command: str, name: str) -> int | None:
     return None
 
 
-def _set_fresh_if_missing(records: Any, root_id: str, enabled: bool) -> str | None:
+def _set_fresh_if_missing(root_id: str, enabled: bool) -> str | None:
     """Arm a fresh start for a missing conversation (on), or disarm it (off): turning
     auto-resume off must not leave a fresh start waiting for a later arming."""
     record = records.load(root_id)
@@ -269,7 +262,6 @@ def _set_fresh_if_missing(records: Any, root_id: str, enabled: bool) -> str | No
 
 
 def run_doctor_command(args: argparse.Namespace) -> int:
-
     lines, status = run_doctor(os.environ, datetime.now(UTC))
     for line in lines:
         print(line)

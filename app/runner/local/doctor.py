@@ -18,6 +18,9 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import httpx
+from sqlalchemy import inspect
+
 from rewake.db.engine import Database
 from rewake.instants import instant
 from rewake.marks.repository import latest_heartbeat
@@ -148,9 +151,6 @@ def check_store(env: Mapping[str, str], now: datetime) -> StoreCheck:
 
 
 def _check_service(url: str, token: str | None, now: datetime) -> StoreCheck:
-    import httpx
-
-
     lines = [f"store: the rewake service at {url} (REWAKE_URL)"]
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
@@ -169,7 +169,6 @@ def _check_service(url: str, token: str | None, now: datetime) -> StoreCheck:
 
 
 def _check_local_db(env: Mapping[str, str], now: datetime) -> StoreCheck:
-
     try:
         url = local_settings(env, create=False).sqlalchemy_url
     except StoreError as error:
@@ -194,9 +193,6 @@ def _check_local_db(env: Mapping[str, str], now: datetime) -> StoreCheck:
 
 
 def _latest_heartbeat(url: str) -> datetime | None:
-    from sqlalchemy import inspect
-
-
     database = Database(url)
     try:
         if "sweeper_heartbeats" not in inspect(database.engine).get_table_names():
@@ -227,7 +223,6 @@ def sweeper_line(seen: datetime | None, now: datetime) -> str:
 
 
 def state_lines(env: Mapping[str, str], zone: str | None) -> list[str]:
-
     directory = state_dir(env)
     runs = directory / "runs"
     count = len(list(runs.glob("*.json"))) if runs.is_dir() else 0

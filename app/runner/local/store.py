@@ -19,6 +19,12 @@ from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
 from zoneinfo import ZoneInfo
 
+import httpx
+from pydantic import ValidationError
+from sqlalchemy import exc
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
 from rewake.context import Context
 from rewake.db.engine import Database
 from rewake.db.migrations import upgrade
@@ -104,10 +110,8 @@ def database_url(env: Mapping[str, str] | None = None, *, create: bool = True) -
     return f"sqlite:///{(directory / DATABASE_FILE).absolute()}", "default: the state dir"
 
 
-def local_settings(env: Mapping[str, str] | None = None, *, create: bool = True) -> Any:
+def local_settings(env: Mapping[str, str] | None = None, *, create: bool = True) -> Settings:
     """The service settings from the environment, on the runner's database (`database_url`)."""
-    from pydantic import ValidationError
-
 
     url, _where = database_url(env, create=create)
     try:
@@ -130,8 +134,6 @@ class HttpStore:
     """A rewake service over HTTP; its problem+json answers become `StoreError`s."""
 
     def __init__(self, base_url: str, *, token: str | None = None, timeout_s: float = 30) -> None:
-        import httpx
-
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.actor = token.split(":", 1)[0] if token else local_actor()
         self._client = httpx.Client(
@@ -139,8 +141,6 @@ class HttpStore:
         )
 
     def _call(self, method: str, path: str, **kwargs: Any) -> JSON:
-        import httpx
-
         try:
             response = self._client.request(method, path, **kwargs)
         except httpx.HTTPError as error:
@@ -194,7 +194,6 @@ def _unavailable(url: str, error: BaseException) -> StoreError | None:
     database, locked past the busy timeout, connection lost), else None. Programming and
     integrity errors are bugs, not an unavailable store: they keep their traceback. The caller
     treats the store like an unreachable service: one line, and a report kept in the outbox."""
-    from sqlalchemy import exc
 
     unavailable = isinstance(error, exc.OperationalError | exc.InterfaceError | exc.InternalError)
     if not unavailable and type(error) is not exc.DatabaseError:  # "file is not a database"
@@ -206,8 +205,6 @@ def _unavailable(url: str, error: BaseException) -> StoreError | None:
 
 def _redacted(url: str) -> str:
     """The database URL without its password, fit for a message."""
-    from sqlalchemy.engine import make_url
-    from sqlalchemy.exc import ArgumentError
 
     try:
         return make_url(url).render_as_string(hide_password=True)
@@ -226,8 +223,6 @@ class LocalStore:
         actor: str | None = None,
         migrate: bool = True,
     ) -> None:
-        from sqlalchemy.exc import ArgumentError
-
 
         self.settings = settings
         self.actor = actor or local_actor()
@@ -266,7 +261,6 @@ class LocalStore:
         )
 
     def _run(self, work: Callable[[Any, Any], T], *, write: bool) -> T:
-
         ctx = self.context()
         try:
             if write:
@@ -282,9 +276,6 @@ class LocalStore:
             raise unavailable from error
 
     def report_failure(self, root_id: str, run_id: str, body: Mapping[str, Any]) -> JSON:
-        from pydantic import ValidationError
-
-
         check_id(root_id, "root_id")
         check_id(run_id, "run_id")
         try:
@@ -300,7 +291,6 @@ class LocalStore:
         return self._run(work, write=True)
 
     def record_attempt(self, root_id: str, run_id: str, attempt: int, status: str) -> JSON:
-
         check_id(root_id, "root_id")
         check_id(run_id, "run_id")
         return self._run(
@@ -309,7 +299,6 @@ class LocalStore:
         )
 
     def set_auto_resume(self, root_id: str, *, enabled: bool, despite_native: bool = False) -> JSON:
-
         check_id(root_id, "root_id")
         return self._run(
             lambda db, ctx: marks.set_auto_resume(
@@ -319,12 +308,10 @@ class LocalStore:
         )
 
     def get_mark(self, root_id: str) -> JSON:
-
         check_id(root_id, "root_id")
         return self._run(lambda db, ctx: marks.mark_view(db, root_id, ctx), write=False)
 
     def manual_resume(self, root_id: str, run_id: str) -> JSON:
-
         check_id(root_id, "root_id")
         check_id(run_id, "run_id")
         return self._run(
@@ -332,17 +319,14 @@ class LocalStore:
         )
 
     def cancel(self, root_id: str) -> JSON:
-
         check_id(root_id, "root_id")
         return self._run(lambda db, ctx: actions.cancel_session(db, root_id, ctx), write=True)
 
     def get_session(self, root_id: str) -> JSON:
-
         check_id(root_id, "root_id")
         return self._run(lambda db, ctx: session_views.session_view(db, root_id, ctx), write=False)
 
     def list_sessions(self, *, limit: int = 50, **filters: str) -> JSON:
-
         where = SessionFilter(**filters)
         return self._run(
             lambda db, ctx: session_views.list_sessions(db, where, limit=limit, offset=0, ctx=ctx),

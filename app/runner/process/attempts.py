@@ -377,6 +377,5 @@ class Runner:
         return Exit.NOT_FOUND
 
 
-def _none_verdict() -> Any:
-
+def _none_verdict() -> Verdict:
     return Verdict(kind="none")

@@ -10,6 +10,7 @@ CLI rode out, or an `allowed`/`allowed_warning` rate-limit event, is not a failu
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,7 +55,6 @@ def report_events(events: Sequence[Event]) -> list[Event]:
 
 def parse_input(events: Sequence[Event], tail: str) -> str:
     """Events as JSON lines, then the text: what the service's parser reads from a report."""
-    import json
 
     return "\n".join([*(json.dumps(event) for event in events), tail])
 
