@@ -74,5 +74,5 @@ class Metrics:
     def problem(self, code: str) -> None:
         self.problems.labels(code).inc()
 
-    def render(self) -> bytes:
+    def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -56,7 +56,7 @@ def readyz(services: AppServices, _who: Actor) -> JSONResponse:
 @router.get("/metrics", summary="Prometheus metrics")
 def metrics(services: AppServices, _who: Actor) -> Response:
     return Response(
-        services.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
+        services.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8"
     )
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from rewake.runner.local.providers import provider_named
+from rewake.runner.process.narrate import Narrator
 from rewake.runner.process.outcome import classify, failure_body, report_events
-from rewake.runner.process.render import Renderer
 from rewake.runner.process.supervise import Finished
 
 NOW = datetime(2026, 6, 10, 14, 5, tzinfo=UTC)
@@ -91,7 +91,7 @@ def test_report_keeps_control_events_and_the_last_few() -> None:
 def test_rendering_shows_text_tools_and_limits() -> None:
     """Assistant text as is, tool use on one line, a rejected limit as a banner line, allowed
     events not at all, Gemini's delta pieces joined on one line."""
-    r = Renderer("claude")
+    r = Narrator("claude")
     tool = {
         "type": "assistant",
         "message": {
@@ -104,7 +104,7 @@ def test_rendering_shows_text_tools_and_limits() -> None:
     assert r.feed(tool) == "Hi\n→ Bash pytest -q\n"
     assert r.feed(limit_event("allowed")) == ""
     assert r.feed(limit_event("rejected")).startswith("■ five_hour limit reached, resets ")
-    g = Renderer("gemini")
+    g = Narrator("gemini")
     pieces = [
         g.feed({"type": "message", "role": "assistant", "content": c, "delta": True})
         for c in ("Fix", "ing")

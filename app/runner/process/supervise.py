@@ -1,4 +1,4 @@
-"""Run one attempt of a CLI: spawn it in its own process group, stream and render its output,
+"""Run one attempt of a CLI: spawn it in its own process group, stream and narrate its output,
 keep the raw output in the attempt's log, and stop it cleanly on Ctrl-C or a hang-up.
 
 The CLI gets its own session (process group) so that the terminal's Ctrl-C reaches rewake
@@ -32,7 +32,7 @@ from typing import IO, Any
 
 from rewake.runner.local import records
 from rewake.runner.local.providers import Event, Provider
-from rewake.runner.process.render import Renderer
+from rewake.runner.process.narrate import Narrator
 
 #: Characters of non-event output kept for the failure report (its end: the banner is there).
 TAIL_CHARS = 64 * 1024
@@ -300,7 +300,7 @@ def _follow(
     ]
     for pump in pumps:
         pump.start()
-    renderer = Renderer(provider.name)
+    narrator = Narrator(provider.name)
     events = EventWindow()
     tail: deque[str] = deque()
     tail_chars = 0
@@ -330,11 +330,11 @@ def _follow(
                 tail_chars += len(line) + 1
                 while tail_chars > TAIL_CHARS and len(tail) > 1:
                     tail_chars -= len(tail.popleft()) + 1
-                (out if name == "out" else err).write(renderer.plain(line))
+                (out if name == "out" else err).write(narrator.plain(line))
                 continue
             events.add(event)
             adopt.feed(event)
-            out.write(renderer.feed(event))
+            out.write(narrator.feed(event))
             out.flush()
         while child.poll() is None:
             stop.escalate()

@@ -2,7 +2,7 @@
 use, errors, and the limit line. The raw events stay in the attempt's log; this is for people.
 
 Gemini streams assistant text in `delta` pieces, so a line may be left open between events;
-`Renderer.feed` returns text that already carries its newlines (a delta piece as it came).
+`Narrator.feed` returns text that already carries its newlines (a delta piece as it came).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def api_error_text(message: str) -> str:
     return message
 
 
-class Renderer:
+class Narrator:
     """Turns one provider's events into terminal text."""
 
     def __init__(self, provider: str) -> None:
