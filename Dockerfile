@@ -19,8 +19,8 @@ COPY . .
 # needs no compiler either; --only-binary makes a missing wheel fail here instead of
 # silently needing one.
 RUN python3 -m venv /opt/rewake \
- && /opt/rewake/bin/pip wheel --wheel-dir /wheels --only-binary=:all: --no-binary=rewake . \
- && /opt/rewake/bin/pip install --no-index --find-links /wheels rewake \
+ && /opt/rewake/bin/pip wheel --wheel-dir /wheels --only-binary=:all: --no-binary=rewake ".[postgres]" \
+ && /opt/rewake/bin/pip install --no-index --find-links /wheels "rewake[postgres]" \
  && /opt/rewake/bin/pip uninstall --yes pip \
  && /opt/rewake/bin/rewake --help > /dev/null
 

@@ -57,6 +57,19 @@ class Settings(BaseSettings):
     command_grace_s: float = Field(default=2.0, ge=0)
     resume_prompt: str | None = None
 
+    @field_validator("database_url")
+    @classmethod
+    def _driver_installed(cls, value: str) -> str:
+        if normalize_database_url(value).startswith("postgresql+psycopg"):
+            try:
+                import psycopg  # noqa: F401  (only PostgreSQL needs it: an optional extra)
+            except ImportError as error:
+                raise ValueError(
+                    "REWAKE_DATABASE_URL names PostgreSQL, whose driver is not installed: "
+                    "pip install 'rewake[postgres]'"
+                ) from error
+        return value
+
     @field_validator("api_tokens")
     @classmethod
     def _tokens_well_formed(cls, value: str | None) -> str | None:
@@ -101,7 +114,8 @@ def parse_tokens(value: str) -> dict[str, str]:
 
 
 def normalize_database_url(url: str) -> str:
-    """`postgresql://` and `postgres://` mean psycopg 3, the only PostgreSQL driver installed."""
+    """`postgresql://` and `postgres://` mean psycopg 3, the PostgreSQL driver rewake uses (the
+    `postgres` extra)."""
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -62,3 +64,33 @@ def test_database_urls() -> None:
 def test_loopback_addresses(host: str, loopback: bool) -> None:
     """Only loopback addresses may be bound without tokens."""
     assert is_loopback(host) is loopback
+
+
+def test_postgresql_without_its_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With psycopg absent (as without `rewake[postgres]`), a PostgreSQL URL is refused by name
+    and the extra to install; SQLite needs nothing more."""
+    monkeypatch.setitem(__import__("sys").modules, "psycopg", None)  # `import psycopg` fails
+    with pytest.raises(ValidationError, match=r"REWAKE_DATABASE_URL.*rewake\[postgres\]"):
+        Settings(database_url="postgresql://u@h/db")
+    assert Settings(database_url="sqlite:///x.db").sqlalchemy_url == "sqlite:///x.db"
+
+
+def test_serve_without_the_postgres_extra_exits_2_with_the_fix(tmp_path: Path) -> None:
+    """`rewake serve` on a PostgreSQL URL without the driver: one line naming the extra, exit 2,
+    no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; sys.modules['psycopg'] = None\n"
+        "from rewake.cli import main\n"
+        "sys.exit(main(['serve']))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REWAKE_")}
+    env["REWAKE_DATABASE_URL"] = "postgresql://u@127.0.0.1:1/db"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert done.returncode == 2
+    assert "pip install 'rewake[postgres]'" in done.stderr and "Traceback" not in done.stderr
