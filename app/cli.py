@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from rewake import __version__
+from rewake.exits import Exit
 
 #: The module that registers each command. Only the module of the command asked for is
 #: imported, so `rewake parse` never loads the service, the sweeper or the runner.
@@ -29,6 +32,23 @@ COMMANDS: dict[str, str] = {
 }
 
 
+#: The shells shtab writes completion scripts for.
+SHELLS = ("bash", "zsh", "tcsh")
+
+
+class PrintCompletion(argparse.Action):
+    """Prints the completion script that shtab generates from the whole parser, then exits.
+    shtab is imported only here, as a command's module is: it costs `rewake parse` a tenth of
+    its start-up."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, _ns: argparse.Namespace, shell: Any, _opt: Any = None
+    ) -> None:
+        shtab = importlib.import_module("shtab")
+        print(shtab.complete(parser, shell=shell))
+        parser.exit(0)
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The `rewake` parser with `command` registered, or every command when it names none."""
     parser = argparse.ArgumentParser(
@@ -36,6 +56,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="Resume AI coding CLI runs exactly once, when their usage limit resets.",
     )
     parser.add_argument("--version", action="version", version=f"rewake {__version__}")
+    # `--print-completion` names no command, so every command is registered before it prints.
+    parser.add_argument(
+        "--print-completion",
+        choices=SHELLS,
+        action=PrintCompletion,
+        help="print the completion script for this shell (e.g. `source <(rewake "
+        "--print-completion bash)`)",
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     modules = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
     for module in modules:
@@ -45,10 +73,19 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    # The top-level parser takes no option with a value, so the first word is the command.
+    # The first word that is no option is the command; the one top-level option with a value,
+    # --print-completion, is followed by a shell's name, which is no command: every command
+    # is then registered, as the completion script needs.
     command = next((word for word in arguments if not word.startswith("-")), None)
-    args = build_parser(command).parse_args(arguments)
-    result: int = args.func(args)
+    try:
+        args = build_parser(command).parse_args(arguments)
+        result: int = args.func(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`rewake parse ... | head`): nothing is wrong, and nothing more
+        # is written; stdout points at /dev/null so that the interpreter's final flush is quiet.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return Exit.BROKEN_PIPE
     return result
 
 

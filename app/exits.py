@@ -37,3 +37,5 @@ class Exit(IntEnum):
     PROGRAM_NOT_FOUND = 127
     #: Stopped by Ctrl-C (128 + SIGINT).
     INTERRUPTED = 130
+    #: The reader of the output went away (`| head`): 128 + SIGPIPE, as a shell reports it.
+    BROKEN_PIPE = 141

@@ -4,12 +4,9 @@ imports a layer above its own. Every import counts, at the top of a module or in
 from __future__ import annotations
 
 import ast
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The source folders and the package each installs as (pyproject.toml's package-dir).
@@ -188,25 +185,3 @@ def test_no_import_circles_between_folders() -> None:
         )
     assert _circles(folders) == []
 
-
-@pytest.mark.parametrize(
-    ("command", "forbidden"),
-    [
-        ("parse", ("fastapi", "sqlalchemy", "rewake.db", "rewake.runner", "rewake.sweeper")),
-        ("run", ("fastapi", "uvicorn", "rewake.api", "rewake.web", "rewake.main")),
-    ],
-)
-def test_a_command_loads_only_what_it_needs(command: str, forbidden: tuple[str, ...]) -> None:
-    """`rewake parse` loads no FastAPI nor database; `rewake run` loads no web service."""
-    probe = (
-        "import sys\n"
-        "from rewake.cli import build_parser\n"
-        f"build_parser({command!r})\n"
-        "print('\\n'.join(sorted(sys.modules)))\n"
-    )
-    loaded = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
-    ).stdout.split()
-    assert [
-        name for name in loaded if any(name == f or name.startswith(f + ".") for f in forbidden)
-    ] == []

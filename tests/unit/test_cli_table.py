@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -32,7 +33,63 @@ def test_rewake_parse_imports_no_service_sweeper_or_runner() -> None:
     probe = (
         "import sys; from rewake import cli; cli.build_parser('parse');"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastapi', 'sqlalchemy')"
-        " or m.startswith(('rewake.runner', 'rewake.sweeper', 'rewake.service_cli'))))"
+        " or m.startswith(('rewake.runner', 'rewake.sweeper', 'rewake.service_cli', 'rewake.db'))"
+        " or m == 'shtab'))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_rewake_run_imports_no_web_service() -> None:
+    """`rewake run` supervises a CLI on a local store: no FastAPI, uvicorn, API or page."""
+    probe = (
+        "import sys; from rewake import cli; cli.build_parser('run');"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('fastapi', 'uvicorn')"
+        " or m.startswith(('rewake.api', 'rewake.web', 'rewake.main'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+@pytest.mark.parametrize("shell", ["bash", "zsh"])
+def test_the_completion_script_knows_every_command(shell: str) -> None:
+    """`rewake --print-completion SHELL` prints a script naming every command of the table."""
+    out = subprocess.run(
+        [sys.executable, "-m", "rewake", "--print-completion", shell],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert all(command in out.stdout for command in cli.COMMANDS)
+
+
+def test_bash_accepts_the_completion_script() -> None:
+    """bash sources the script and registers a completion function for `rewake`."""
+    script = subprocess.run(
+        [sys.executable, "-m", "rewake", "--print-completion", "bash"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    done = subprocess.run(
+        ["bash", "-c", 'eval "$SCRIPT" && complete -p rewake'],
+        env={"SCRIPT": script, "PATH": "/usr/bin:/bin"}, capture_output=True, text=True,
+    )  # fmt: skip
+    assert done.returncode == 0 and "-F _shtab_rewake rewake" in done.stdout, done.stderr
+
+
+def test_a_reader_that_goes_away_ends_the_output_quietly(tmp_path: Path) -> None:
+    """`rewake parse --jsonl ... | head -1`: no BrokenPipeError traceback, status 141."""
+    lines = tmp_path / "many.jsonl"
+    line = (
+        '{"id": "1", "text": "You\'ve hit your limit \u00b7 resets 8pm (Europe/Berlin)", '
+        '"observed_at": "2026-04-01T13:42:35Z"}\n'
+    )
+    lines.write_text(line * 5000)
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "rewake", "parse", "--jsonl", str(lines)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    assert reader.stdout is not None and reader.stderr is not None
+    reader.stdout.readline()
+    reader.stdout.close()  # as `head -1` does after its line
+    errors = reader.stderr.read().decode()
+    reader.stderr.close()
+    assert reader.wait(timeout=60) == 141
+    assert "Traceback" not in errors, errors
