@@ -24,7 +24,7 @@ from rewake.db import migrations
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What a wheel is built from; everything else in the checkout stays out of the copy.
-SOURCES = ("pyproject.toml", "README.md", "alembic.ini", "alembic", "app", "parsers")
+SOURCES = ("pyproject.toml", "README.md", "LICENSE", "alembic.ini", "alembic", "app", "parsers")
 TABLES = {"sessions", "runs", "attempts", "failures", "marks", "tombstones", "timeline"}
 
 pytestmark = pytest.mark.slow
@@ -38,11 +38,9 @@ def run(*argv: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
     return done.stdout
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A fresh virtualenv holding rewake's wheel, its dependencies taken from this one."""
-    work = tmp_path_factory.mktemp("wheel")
-    source = work / "source"
+def copy_sources(into: Path) -> Path:
+    """The files a distribution is built from, copied from this checkout."""
+    source = into / "source"
     source.mkdir()
     for name in SOURCES:
         if (ROOT / name).is_dir():
@@ -51,6 +49,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             )
         else:
             shutil.copy2(ROOT / name, source / name)
+    return source
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh virtualenv holding rewake's wheel, its dependencies taken from this one."""
+    work = tmp_path_factory.mktemp("wheel")
+    source = copy_sources(work)
     run(sys.executable, "-m", "pip", "wheel", source, "--no-deps", "-q", "-w", work / "dist",
         cwd=work)  # fmt: skip
     [wheel] = (work / "dist").glob("rewake-*.whl")
@@ -143,3 +149,19 @@ def test_install_without_scripts_refuses_to_serve(installed: Path, tmp_path: Pat
             assert "no migration scripts" in done.stderr, (argv, done.stderr)
     finally:
         scripts.with_name("moved_away").rename(scripts)
+
+
+def test_the_distributions_carry_the_license_and_pass_twine_check(tmp_path: Path) -> None:
+    """`python -m build` makes an sdist and a wheel whose metadata twine accepts (strict), with
+    the MIT license file, the classifiers and the postgres extra."""
+    source = copy_sources(tmp_path)
+    run(sys.executable, "-m", "build", "-q", "-o", tmp_path / "dist", source, cwd=tmp_path)
+    [sdist] = (tmp_path / "dist").glob("rewake-*.tar.gz")
+    [built_wheel] = (tmp_path / "dist").glob("rewake-*.whl")
+    run(sys.executable, "-m", "twine", "check", "--strict", sdist, built_wheel, cwd=tmp_path)
+    with zipfile.ZipFile(built_wheel) as wheel:
+        names = wheel.namelist()
+        meta = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
+    assert "License-Expression: MIT" in meta and "Classifier: Typing :: Typed" in meta
+    assert "Provides-Extra: postgres" in meta
