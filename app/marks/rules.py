@@ -51,7 +51,10 @@ def auto_resume_refusal(facts: OfferFacts, *, despite_native: bool) -> DomainErr
     if facts.cancelled:
         return DomainError("session_cancelled", "the session was cancelled")
     if not facts.has_failure:
-        return DomainError("not_paused_on_provider_limit", "the session has no failed attempt")
+        return DomainError(
+            "not_paused_on_provider_limit",
+            "the session's current attempt did not fail: it has not failed yet, or it moved on",
+        )
     if facts.attempt_resumed_before:
         return DomainError(
             "attempt_already_resumed",

@@ -52,6 +52,11 @@ def record_attempt(
         if (run.current_attempt, run.status) != (attempt, new_status):
             run.current_attempt, run.status, run.updated_at = attempt, new_status, ctx.now
             changed = True
+        if session.current_run_id == run_id and attempt > (session.current_attempt or 0):
+            # The session's current point follows its run: once a later attempt of the run
+            # whose failure was current starts, that failure is history, not what is true now.
+            session.current_attempt = attempt
+            changed = True
     db.flush()
     settle_by_later_attempt(db, root_id, run_id, attempt, ctx, source=status)
     if changed:

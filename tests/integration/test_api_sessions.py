@@ -33,7 +33,22 @@ def test_attempt_started_moves_the_run_on_and_clears_the_mark(
     }
     mark = http.get(mark_url(root_id)).json()
     assert (mark["state"], mark["clear_reason"]) == ("cleared", "manual_resume")
-    assert arm(http, root_id).json()["code"] == "attempt_already_resumed"
+    assert arm(http, root_id).json()["code"] == "not_paused_on_provider_limit"
+
+
+def test_a_resumed_session_no_longer_says_paused(http: httpx.Client, root_id: str) -> None:
+    """Limit on attempt 1, then attempt 2 started and completed: the session's current point is
+    attempt 2, the session and the list carry no current failure, and it is finished."""
+    http.post(runs_url(root_id), json=failure())
+    finish(http, root_id, attempt=2)
+    session = http.get(session_url(root_id)).json()
+    assert session["state"] == "finished"
+    assert session["current"] == {"run_id": "r1", "attempt": 2}
+    [listed] = [s for s in http.get("/api/agent/runs").json()["sessions"] if s["root_id"] == root_id]
+    assert (listed["state"], listed["failure"]) == ("finished", None)
+    [run] = session["runs"]
+    failed = [a["attempt"] for a in run["attempts"] if a["failure"] is not None]
+    assert failed == [1]  # the history stays
 
 
 def test_attempt_reports_are_idempotent(http: httpx.Client, root_id: str) -> None:

@@ -70,6 +70,8 @@ class Model:
     def newer(self, a: tuple[str, int], b: tuple[str, int]) -> bool:
         if a[0] == b[0]:
             return a[1] > b[1]
+        if b not in self.failures:  # a current point past its failure counts for none
+            return True
         return self.failures[a][0] > self.failures[b][0]
 
     def state(self) -> str:
@@ -94,7 +96,7 @@ class Model:
     def arm_refusal(self) -> str | None:
         if self.cancelled:
             return "session_cancelled"
-        if self.current is None:
+        if self.current is None or self.current not in self.failures:
             return "not_paused_on_provider_limit"
         run, attempt = self.current
         if any(
@@ -220,6 +222,8 @@ def build_machine(database: Database, reached: Counter[str]) -> type[RuleBasedSt
                 m.completed.add(key)
             if attempt >= m.runs[run][0] and m.attempts[key] == status:
                 m.runs[run] = (attempt, "running" if status == "started" else "completed")
+                if m.current is not None and m.current[0] == run and attempt > m.current[1]:
+                    m.current = key  # the current point follows its run
             m.settle(run, attempt)
 
         @rule()
