@@ -44,7 +44,8 @@ def test_a_resumed_session_no_longer_says_paused(http: httpx.Client, root_id: st
     session = http.get(session_url(root_id)).json()
     assert session["state"] == "finished"
     assert session["current"] == {"run_id": "r1", "attempt": 2}
-    [listed] = [s for s in http.get("/api/agent/runs").json()["sessions"] if s["root_id"] == root_id]
+    listing = http.get("/api/agent/runs").json()["sessions"]
+    [listed] = [s for s in listing if s["root_id"] == root_id]
     assert (listed["state"], listed["failure"]) == ("finished", None)
     [run] = session["runs"]
     failed = [a["attempt"] for a in run["attempts"] if a["failure"] is not None]

@@ -26,7 +26,7 @@ from rewake.instants import instant
 from rewake.marks.repository import latest_heartbeat
 from rewake.runner.local.hostzone import host_zone
 from rewake.runner.local.records import state_dir
-from rewake.runner.local.store import StoreError, database_url, local_settings
+from rewake.runner.local.store import StoreError, database_url, local_settings, token_parts
 
 #: How long one `--help` or `--version` may take (a CLI may check for updates first).
 PROBE_TIMEOUT_S = 15.0
@@ -152,7 +152,8 @@ def check_store(env: Mapping[str, str], now: datetime) -> StoreCheck:
 
 def _check_service(url: str, token: str | None, now: datetime) -> StoreCheck:
     lines = [f"store: the rewake service at {url} (REWAKE_URL)"]
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    _name, secret = token_parts(token)
+    headers = {"Authorization": f"Bearer {secret}"} if secret else {}
     try:
         answer = httpx.get(url.rstrip("/") + "/readyz", headers=headers, timeout=10)
         body: Any = answer.json()

@@ -130,19 +130,33 @@ def open_store(env: Mapping[str, str] | None = None, *, clock: Clock | None = No
     return LocalStore.from_settings(env, clock=clock)
 
 
+def token_parts(token: str | None) -> tuple[str | None, str | None]:
+    """REWAKE_TOKEN as (name, secret): `name:secret` as REWAKE_API_TOKENS lists it, or the
+    secret alone. The bearer is the secret either way; the service knows its name from it."""
+    if not token:
+        return None, None
+    name, colon, secret = token.partition(":")
+    return (name or None, secret or None) if colon else (None, token)
+
+
 class HttpStore:
     """A rewake service over HTTP; its problem+json answers become `StoreError`s."""
 
+    #: Every session route is under this path; the list is the path itself, with no slash
+    #: after it (the service redirects `/api/agent/runs/`).
+    SESSIONS = "/api/agent/runs"
+
     def __init__(self, base_url: str, *, token: str | None = None, timeout_s: float = 30) -> None:
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.actor = token.split(":", 1)[0] if token else local_actor()
+        name, secret = token_parts(token)
+        headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+        self.actor = name or local_actor()
         self._client = httpx.Client(
-            base_url=base_url.rstrip("/") + "/api/agent/runs", headers=headers, timeout=timeout_s
+            base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s
         )
 
     def _call(self, method: str, path: str, **kwargs: Any) -> JSON:
         try:
-            response = self._client.request(method, path, **kwargs)
+            response = self._client.request(method, self.SESSIONS + path, **kwargs)
         except httpx.HTTPError as error:
             raise StoreError("service_unreachable", f"{self._client.base_url}: {error}") from error
         try:
