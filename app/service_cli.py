@@ -26,7 +26,7 @@ from rewake.executors.factory import ExecutorConfigError
 from rewake.exits import Exit
 from rewake.logs import configure_logging, log_event
 from rewake.main import build_sweeper, create_app
-from rewake.settings import Settings, is_loopback
+from rewake.settings import Settings, explain, is_loopback
 from rewake.sweeper.metrics import SweeperMetrics
 from rewake.sweeper.runtime import Sweeper
 
@@ -105,7 +105,7 @@ def _settings() -> Settings | None:
     try:
         return Settings()
     except ValidationError as error:
-        print(f"rewake: invalid configuration:\n{error}", file=sys.stderr)
+        print(f"rewake: invalid configuration:\n{explain(error)}", file=sys.stderr)
         return None
 
 

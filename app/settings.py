@@ -12,7 +12,7 @@ from functools import cached_property
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 _TOKEN_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
@@ -98,6 +98,28 @@ class Settings(BaseSettings):
     def sqlalchemy_url(self) -> str:
         """The database URL with the psycopg 3 driver named for PostgreSQL."""
         return normalize_database_url(self.database_url)
+
+
+#: Settings whose values may hold a secret (a token, a password in a URL): never echoed.
+SECRET_SETTINGS = frozenset(
+    {"api_tokens", "webhook_secret", "database_url", "webhook_url", "webhook_lookup_url",
+     "notify_url", "command"}
+)  # fmt: skip
+
+
+def explain(error: ValidationError) -> str:
+    """A settings error in the words the user set it with: one line per setting, named by its
+    environment variable (`REWAKE_PORT`, not `port`), with the value unless it may be secret."""
+    lines = []
+    for item in error.errors():
+        field = str(item["loc"][0]) if item["loc"] else ""
+        message = str(item["msg"]).removeprefix("Value error, ")
+        name = f"REWAKE_{field.upper()}"
+        line = message if not field or message.startswith(name) else f"{name}: {message}"
+        if field and field not in SECRET_SETTINGS and "input" in item:
+            line += f" (got {item['input']!r})"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def parse_tokens(value: str) -> dict[str, str]:

@@ -94,3 +94,16 @@ def test_serve_without_the_postgres_extra_exits_2_with_the_fix(tmp_path: Path) -
     )
     assert done.returncode == 2
     assert "pip install 'rewake[postgres]'" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_configuration_errors_name_the_variable_and_hide_secrets() -> None:
+    """An invalid setting is named as it was set (REWAKE_PORT, not `port`), with its value,
+    except where the value may be a secret (tokens, URLs)."""
+    from rewake.settings import explain
+
+    with pytest.raises(ValidationError) as invalid:
+        Settings(port=70000, api_tokens="ops-without-a-secret-hunter2")
+    said = explain(invalid.value)
+    assert "REWAKE_PORT: Input should be less than or equal to 65535 (got 70000)" in said
+    assert "REWAKE_API_TOKENS must be name:secret pairs" in said
+    assert "hunter2" not in said and "port" not in said.replace("REWAKE_PORT", "")

@@ -37,7 +37,7 @@ from rewake.reports import views as session_views
 from rewake.reports.body import FailureBody
 from rewake.runner.local.records import state_dir
 from rewake.sessions.repository import SessionFilter
-from rewake.settings import Settings
+from rewake.settings import Settings, explain
 
 JSON = dict[str, Any]
 T = TypeVar("T")
@@ -117,7 +117,7 @@ def local_settings(env: Mapping[str, str] | None = None, *, create: bool = True)
     try:
         return Settings(database_url=url)
     except ValidationError as error:
-        raise StoreError("invalid_configuration", str(error)) from error
+        raise StoreError("invalid_configuration", explain(error)) from error
 
 
 def open_store(env: Mapping[str, str] | None = None, *, clock: Clock | None = None) -> Store:
