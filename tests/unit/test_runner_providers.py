@@ -202,3 +202,24 @@ def test_a_prompt_starting_with_a_dash_stays_a_value(provider: Provider) -> None
             assert f"--prompt={prompt}" in argv and prompt not in argv
         else:
             assert argv[-2:] == ["--", prompt]
+
+
+@pytest.mark.parametrize(
+    ("name", "exit_code", "text", "says"),
+    [
+        ("codex", 1, "Not inside a trusted directory and --skip-git-repo-check was not "
+         "specified.", "--skip-git-repo-check"),
+        ("gemini", 55, "Gemini CLI is not running in a trusted directory. To proceed, ...",
+         "GEMINI_CLI_TRUST_WORKSPACE=true"),
+        ("gemini", 41, "Invalid auth method selected.", "security.auth.selectedType"),
+    ],
+)  # fmt: skip
+def test_a_cli_that_refuses_to_start_is_explained(
+    name: str, exit_code: int, text: str, says: str
+) -> None:
+    """The real CLIs' set-up refusals (their own words and statuses) get the reason and the
+    fix in words; an ordinary failure gets none."""
+    provider = provider_named(name)
+    hint = provider.setup_hint(exit_code, text)
+    assert hint is not None and says in hint
+    assert provider.setup_hint(1, "Error: something else went wrong") is None

@@ -177,6 +177,11 @@ class Provider:
     def ended_in_error(self, events: Sequence[Event]) -> bool:
         raise NotImplementedError
 
+    def setup_hint(self, exit_code: int, text: str) -> str | None:
+        """Why the CLI refused to start at all, and how to let it, when it said so: a failure
+        of its set-up, not of the task (the CLI's own words are in the attempt's log)."""
+        return None
+
     def missing_conversation(self, events: Sequence[Event], text: str) -> bool:
         """The CLI said the conversation to resume does not exist."""
         if self.missing_pattern.search(text):
@@ -298,6 +303,14 @@ class Codex(Provider):
     def ended_in_error(self, events: Sequence[Event]) -> bool:
         return any(e.get("type") == "turn.failed" for e in events)
 
+    def setup_hint(self, exit_code: int, text: str) -> str | None:
+        if "--skip-git-repo-check" in text:
+            return (
+                "Codex runs only inside a git repository: run it in one, or pass "
+                "--skip-git-repo-check to codex (after --)"
+            )
+        return None
+
 
 class Gemini(Provider):
     name = "gemini"
@@ -356,6 +369,20 @@ class Gemini(Provider):
     def ended_in_error(self, events: Sequence[Event]) -> bool:
         results = [e for e in events if e.get("type") == "result"]
         return bool(results) and results[-1].get("status") == "error"
+
+    def setup_hint(self, exit_code: int, text: str) -> str | None:
+        if exit_code == 55 or "not running in a trusted directory" in text:
+            return (
+                "Gemini CLI does not trust this folder (exit 55): trust it in Gemini, set "
+                "GEMINI_CLI_TRUST_WORKSPACE=true, or pass --skip-trust to gemini (after --)"
+            )
+        if exit_code == 41 or "Invalid auth method selected" in text:
+            return (
+                "Gemini CLI's sign-in setting is wrong (exit 41, \"Invalid auth method "
+                "selected\"): set security.auth.selectedType in ~/.gemini/settings.json to the "
+                "method you use (e.g. \"gemini-api-key\" with GEMINI_API_KEY)"
+            )
+        return None
 
 
 _BY_NAME: dict[str, Provider] = {p.name: p for p in (Claude(), Codex(), Gemini())}

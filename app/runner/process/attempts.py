@@ -275,6 +275,9 @@ class Runner:
                 self._keep_in_outbox(body, verdict, attempt)
             return None
         self._banner(answer, verdict)
+        hint = self.provider.setup_hint(finished.exit_code, finished.tail)
+        if hint is not None:
+            self._say(f"  why: {hint}")
         return answer
 
     def _keep_in_outbox(self, body: JSON, verdict: Classified, attempt: int) -> None:
