@@ -110,3 +110,29 @@ def test_a_resume_of_an_attempt_that_moved_on_exits_superseded(
     monkeypatch.setenv("REWAKE_ROOT_ID", "s1")
     monkeypatch.setenv("REWAKE_EXPECTED_ATTEMPT", "1")
     assert main(["run", "--resume-of", "5"]) == Exit.SUPERSEDED == 7
+
+
+def test_a_resume_by_hand_before_the_reset_is_warned_about(tmp_path: Path) -> None:
+    """`rewake run --resume` before the stated reset says when it resets and that resuming now
+    will most likely stop on the same limit; after the reset, or for another failure, nothing."""
+    from datetime import UTC, datetime, timedelta
+
+    from rewake.runner.commands.run import _before_the_reset
+    from rewake.runner.local.store import LocalStore
+    from rewake.settings import Settings
+
+    seen = datetime(2026, 4, 1, 13, 42, 35, tzinfo=UTC)
+    store = LocalStore(Settings(database_url=f"sqlite:///{tmp_path / 'r.db'}"), clock=lambda: seen)
+    try:
+        body = {"attempt": 1, "observed_at": seen.isoformat(), "provider": "claude",
+                "message": "You've hit your limit · resets 8pm (Europe/Berlin)"}  # fmt: skip
+        store.report_failure("s1", "r1", body)
+        store.report_failure("s2", "r1", body | {"message": "Error: ENOENT"})
+        limited, other = store.get_session("s1"), store.get_session("s2")
+    finally:
+        store.close()
+    said = _before_the_reset(limited, seen)
+    assert said is not None and "most likely stop on the same limit" in said
+    assert "in 4 h 17 min" in said  # 18:00Z is 20:00 in Berlin
+    assert _before_the_reset(limited, seen + timedelta(hours=5)) is None
+    assert _before_the_reset(other, seen) is None

@@ -21,11 +21,15 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rewake.executors.base import DEFAULT_PROMPT
 from rewake.exits import Exit
+from rewake.instants import instant
+from rewake.reports.banners import describe_wait
+from rewake.reports.session_json import JSON, current_failure
 from rewake.runner.local import records
 from rewake.runner.local.hostzone import host_zone
 from rewake.runner.local.providers import (
@@ -40,6 +44,7 @@ from rewake.runner.local.store import Store, StoreError, check_id, open_store
 from rewake.runner.process.attempts import MANUAL_PROMPT, Options, Runner, Step
 from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_refusal
 from rewake.runner.process.supervise import ProgramNotFound
+from rewake.runner.process.waiting import local_clock
 
 
 def register(subparsers: Any) -> None:
@@ -229,6 +234,19 @@ def _on_path(program: str) -> bool:
     return shutil.which(program) is not None
 
 
+def _before_the_reset(session: JSON, now: datetime) -> str | None:
+    """What to say when a resume by hand comes before the limit it stopped on resets: it
+    will most likely stop on the same limit (the user may know better, so it is not refused)."""
+    failure = current_failure(session) or {}
+    reset_at = instant((failure.get("verdict") or {}).get("reset_at"))
+    if failure.get("failure_kind") != "provider_quota" or reset_at is None or reset_at <= now:
+        return None
+    return (
+        f"the limit resets at {local_clock(reset_at)} ({describe_wait(reset_at, now)}); "
+        "resuming before then will most likely stop on the same limit"
+    )
+
+
 def _resume(args: argparse.Namespace, rest: list[str]) -> int:
     """A resume by hand: clears the mark (manual_resume), then the provider's resume form;
     refused while another rewake run holds the session, an automatic resume is sending (or
@@ -248,13 +266,17 @@ def _resume(args: argparse.Namespace, rest: list[str]) -> int:
         record.fresh_if_missing = True
 
     def work(store: Store) -> int:
-        refusal = manual_resume_refusal(store.get_mark(name), store.get_session(name))
+        session = store.get_session(name)
+        refusal = manual_resume_refusal(store.get_mark(name), session)
         if refusal is not None and not args.force:
             print(f"rewake run: not resuming {name}: {refusal} (--force resumes anyway)",
                   file=sys.stderr)  # fmt: skip
             return Exit.REFUSED
         if refusal is not None:
             print(f"rewake run: resuming {name} anyway (--force): {refusal}", file=sys.stderr)
+        early = _before_the_reset(session, datetime.now(UTC))
+        if early is not None:
+            print(f"rewake run: note: {early}", file=sys.stderr)
         store.manual_resume(record.root_id, record.run_id)
         return _run_resume(store, record, lock, rest, auto=auto, wait=True,
                            fresh_allowed=args.fresh_if_missing)  # fmt: skip
