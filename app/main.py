@@ -14,7 +14,7 @@ from starlette.types import ASGIApp, Scope
 from rewake import __version__
 from rewake.api import ops, routes
 from rewake.api.deps import Services
-from rewake.api.metrics import Metrics
+from rewake.api.metrics import Metrics, RequestTimer
 from rewake.api.problems import BodyLimit, install_problem_handlers, problem
 from rewake.context import ParseFn
 from rewake.db.engine import Database
@@ -25,7 +25,7 @@ from rewake.security import browser
 from rewake.security.auth import Auth
 from rewake.settings import Settings
 from rewake.sweeper.config import SweeperConfig
-from rewake.sweeper.metrics import SweeperMetrics
+from rewake.sweeper.metrics import SweeperMetrics, register_process_metrics
 from rewake.sweeper.notify import Notifier
 from rewake.sweeper.runtime import Sweeper
 from rewake.sweeper.watch import watcher_for
@@ -70,6 +70,7 @@ def create_app(
     app.add_middleware(BodyLimit)
     # Outermost: nothing is read before the caller is known.
     app.add_middleware(Auth, settings=settings, refuse=_refusal(metrics))
+    app.add_middleware(RequestTimer, histogram=metrics.requests)  # times refusals too
     return app
 
 
@@ -97,7 +98,9 @@ def build_sweeper(
     ExecutorConfigError when the executor cannot work (a webhook without a secret)."""
     executor = build_executor(settings)
     if metrics is None:
-        metrics = SweeperMetrics(registry or CollectorRegistry())
+        registry = registry or CollectorRegistry()
+        register_process_metrics(registry)  # a sweeper of its own process: `rewake sweep`
+        metrics = SweeperMetrics(registry)
     notifier = (
         Notifier(settings.notify_url, settings.webhook_secret) if settings.notify_url else None
     )

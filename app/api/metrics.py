@@ -1,19 +1,25 @@
 """Prometheus metrics: failures by provider and kind, refusals by code, problems by code
-(counted in this process), marks by state (read from the database at each scrape), and the
-sweeper's (rewake.sweeper.metrics) on the same registry."""
+(counted in this process), request durations by route and status, marks by state (read from
+the database at each scrape), the process's own, and the sweeper's (rewake.sweeper.metrics)
+on the same registry."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rewake.db.engine import Database
 from rewake.marks import repository as mark_repo
-from rewake.sweeper.metrics import SweeperMetrics
+from rewake.sweeper.metrics import SweeperMetrics, register_process_metrics
+
+#: The route label of an answer no route gave.
+UNROUTED = "unrouted"
 
 MARK_STATES = (
     "armed", "claimed", "sending", "done", "failed", "uncertain", "superseded", "cleared",
@@ -56,6 +62,15 @@ class Metrics:
         self.problems = Counter(
             "rewake_problems", "Error answers, by problem code", ["code"], registry=self.registry
         )
+        self.requests = Histogram(
+            "rewake_http_request_duration_seconds",
+            "Time from a request's arrival to its last byte sent, by route template, method and "
+            f"status (route `{UNROUTED}` for answers given before routing: the auth's refusals "
+            "and paths no route serves)",
+            ["route", "method", "status"],
+            registry=self.registry,
+        )
+        register_process_metrics(self.registry)
         self.registry.register(MarksByState(database))
         # The sweeper's metrics share this registry: the sweeper `rewake serve` runs uses them,
         # and the failure route counts resumes into a live limit.
@@ -76,3 +91,35 @@ class Metrics:
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class RequestTimer:
+    """Times every HTTP answer, refusals included (it wraps even the auth), into
+    `Metrics.requests`. The route is the matched route's template, never the raw path, so the
+    series stay as few as the routes."""
+
+    def __init__(self, app: ASGIApp, *, histogram: Histogram) -> None:
+        self.app = app
+        self.histogram = histogram
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # what the server answers when the app fails before it starts a response
+
+        async def send_timed(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_timed)
+        finally:
+            route = getattr(scope.get("route"), "path", None) or UNROUTED
+            self.histogram.labels(route, scope.get("method", ""), str(status)).observe(
+                time.perf_counter() - started
+            )
+

@@ -59,6 +59,27 @@ def test_metrics_count_failures_refusals_and_marks(http: httpx.Client, root_id: 
     assert 'rewake_marks{state="armed"}' in text
 
 
+def test_metrics_name_the_build_the_process_and_each_routes_durations(
+    api: Api, http: httpx.Client, root_id: str
+) -> None:
+    """/metrics carries rewake_build_info, the process's memory, request durations by route
+    template and status (the auth's refusals and unknown paths as one `unrouted` route), and no
+    `_created` series."""
+    http.post(runs_url(root_id), json=failure())
+    with api.client({}) as anonymous:  # no token: refused by the auth, and still timed
+        assert anonymous.get(f"/api/agent/runs/{root_id}").status_code == 401
+    http.get("/no/such/path")
+    text = http.get("/metrics").text
+    assert 'rewake_build_info{python="' in text and 'version="' in text
+    assert "process_resident_memory_bytes" in text
+    duration = "rewake_http_request_duration_seconds_count"
+    route = "/api/agent/runs/{root_id}/runs/{run_id}/failures"
+    assert f'{duration}{{method="POST",route="{route}",status="201"}}' in text
+    assert f'{duration}{{method="GET",route="unrouted",status="401"}}' in text
+    assert f'{duration}{{method="GET",route="unrouted",status="404"}}' in text
+    assert [line for line in text.splitlines() if "_created" in line] == []
+
+
 def test_parse_route_returns_the_verdict_json(http: httpx.Client) -> None:
     """POST /api/parse answers exactly what rewake.parsers.parse gives, and stores nothing."""
     body = {"message": QUOTA, "observed_at": OBSERVED, "zone": "Europe/Berlin"}
