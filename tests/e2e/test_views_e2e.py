@@ -4,6 +4,7 @@ after a hook report, their refusals in words, and their exit statuses."""
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 import time
@@ -188,3 +189,25 @@ def test_doctor_as_a_process_checks_fake_clis_on_path(tmp_path: Path) -> None:
     broken = rewake(env, "doctor")
     assert broken.returncode == 1
     assert "missing flag --session-id (not in `claude --help`)" in broken.stdout
+
+
+@pytest.mark.parametrize("command", [("ls",), ("show", ROOT), ("ls", "--json")])
+def test_reads_do_not_wait_behind_a_writer(env: dict[str, str], command: tuple[str, ...]) -> None:
+    """`rewake ls` and `show` answer at once while another process holds the database's write
+    lock: opening the store for a read takes no write lock (it waited out the busy timeout)."""
+    path = env["REWAKE_DATABASE_URL"].removeprefix("sqlite:///")
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        started = time.monotonic()
+        answer = subprocess.run(
+            [sys.executable, "-m", "rewake", *command], capture_output=True, text=True,
+            env={**env, "COLUMNS": "160"}, cwd=str(REPO), timeout=20, check=False,
+        )  # fmt: skip
+        took = time.monotonic() - started
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert answer.returncode == 0, answer.stderr
+    assert ROOT in answer.stdout
+    assert took < 10, took
