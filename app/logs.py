@@ -12,8 +12,48 @@ import logging
 import sys
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 _FIELDS = "rewake_fields"
+
+
+#: What stands in for a secret part of a URL in logs and messages.
+REDACTED = "***"
+
+
+def redact_url(url: str) -> str:
+    """`url` fit for a log line: the password of its user info and every query value replaced
+    by `***` (webhook and notify URLs carry credentials in either place; so do database URLs).
+    Anything that does not parse as a URL is replaced whole."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # a malformed port raises here
+    except ValueError:
+        return REDACTED
+    if "@" not in parts.netloc and not parts.query:
+        return url
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        user, colon, _password = userinfo.partition(":")
+        netloc = f"{user}:{REDACTED}@{hostport}" if colon else f"{REDACTED}@{hostport}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(key, REDACTED) for key, _ in pairs], safe="*")
+    authority = f"//{netloc}" if url[len(parts.scheme) :].startswith("://") else netloc
+    return (
+        f"{parts.scheme}:{authority}{parts.path}"
+        + (f"?{query}" if query else "")
+        + (f"#{parts.fragment}" if parts.fragment else "")
+    )
+
+
+def redact_urls_in(text: str, *urls: str | None) -> str:
+    """`text` with each of `urls` (as given, e.g. in an exception's message) redacted."""
+    for url in filter(None, urls):
+        text = text.replace(url, redact_url(url))
+    return text
 
 
 def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:
