@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from datetime import UTC, datetime
 from typing import Any
@@ -56,6 +57,21 @@ def redact_urls_in(text: str, *urls: str | None) -> str:
     return text
 
 
+#: A URL in free text (a message, an exception's words): a scheme, `://`, and no space or quote.
+_URL_IN_TEXT = re.compile(r"""[A-Za-z][A-Za-z0-9+.-]*://[^\s'"<>]+""")
+
+
+def redact_text(text: str) -> str:
+    """`text` with every URL in it passed through `redact_url`."""
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda found: redact_url(found.group(0)), text)
+
+
+#: Libraries whose INFO lines name every request's URL (credentials included): WARNING and up.
+QUIET_LOGGERS = ("httpx", "httpcore")
+
+
 def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:
     """Log one named event with its fields."""
     logger.log(level, event, extra={_FIELDS: fields})
@@ -74,7 +90,8 @@ class JsonFormatter(logging.Formatter):
         payload.update(getattr(record, _FIELDS, {}))
         if record.exc_info:
             payload["exc"] = self.formatException(record.exc_info)
-        return json.dumps(payload, default=str)
+        # Whoever logged it, a URL never shows its password or query values.
+        return redact_text(json.dumps(payload, default=str))
 
 
 class TextFormatter(logging.Formatter):
@@ -87,11 +104,13 @@ class TextFormatter(logging.Formatter):
         line = " ".join([stamp, record.levelname.lower(), record.getMessage(), *parts])
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
-        return line
+        # Whoever logged it, a URL never shows its password or query values.
+        return redact_text(line)
 
 
 def configure_logging(*, json_lines: bool, level: str = "INFO") -> None:
-    """Send the service's logs (and uvicorn's) to stderr in the chosen format."""
+    """Send the service's logs (and uvicorn's) to stderr in the chosen format; the HTTP client
+    libraries only from WARNING up (their INFO line for each request names its URL)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
     root = logging.getLogger()
@@ -100,3 +119,5 @@ def configure_logging(*, json_lines: bool, level: str = "INFO") -> None:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))

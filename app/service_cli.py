@@ -260,8 +260,9 @@ def run_sweep(args: argparse.Namespace) -> int:
     if settings is None:
         return Exit.USAGE
     configure_logging(json_lines=settings.log_json, level=settings.log_level)
-    for chatty in ("apscheduler", "httpx", "httpcore", "alembic"):
-        # Their INFO lines (every job run, every request) drown the sweeper's own events.
+    for chatty in ("apscheduler", "alembic"):
+        # Their INFO lines (every job run) drown the sweeper's own events; httpx's are quieted
+        # for every command by configure_logging (they name each request's URL).
         logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
