@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
         "rewake.errors",
         "rewake.instants",
         "rewake.ids",
+        "rewake.printable",
     },
     {"rewake.db"},
     {"rewake.sessions"},

@@ -9,7 +9,8 @@ Driven by environment variables the test sets:
   true, Claude loses the conversation after a limit (its transcript is gone at the resume).
   With "grandchild": true, a hanging Claude first starts a child in its process group that
   ignores SIGINT (as an MCP server or a background shell may), its pid in STANDIN_PIDFILE.gc.
-  With "slow_start": seconds, Claude waits that long before it looks at the session.
+  With "slow_start": seconds, Claude waits that long before it looks at the session. "says":
+  the text of Claude's first assistant message; "stderr": a line written to stderr before it.
 - STANDIN_STATE: a directory for the sessions each CLI knows (Claude's ids, Codex's threads,
   Gemini's per-directory sessions), so resuming an unknown one fails as the real CLI does.
 - STANDIN_LOG: each invocation's argv and cwd are appended here as a JSON line.
@@ -217,7 +218,10 @@ def claude(argv: list[str]) -> None:
         raise SystemExit(1)
     if do == "crash":
         fail("TypeError: Cannot read properties of undefined (reading 'map')")
-    emit(said("Looking at the failing tests…"))
+    if "stderr" in outcome:
+        sys.stderr.write(outcome["stderr"] + "\n")
+        sys.stderr.flush()
+    emit(said(outcome.get("says", "Looking at the failing tests…")))
     emit(
         {
             "type": "assistant",

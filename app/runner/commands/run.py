@@ -24,6 +24,7 @@ from typing import Any
 
 from rewake.executors.base import DEFAULT_PROMPT
 from rewake.exits import Exit
+from rewake.printable import printable
 from rewake.runner.local import records
 from rewake.runner.local.hostzone import host_zone
 from rewake.runner.local.providers import PROVIDERS, UsageError, provider_named, resolve_command
@@ -100,10 +101,10 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         return _dispatch(args)
     except (SessionBusy, RecordError, ProgramNotFound, UsageError) as error:
-        print(f"rewake run: {error}", file=sys.stderr)
+        print(printable(f"rewake run: {error}"), file=sys.stderr)
         return next(code for kind, code in exits if isinstance(error, kind))
     except StoreError as error:
-        print(f"rewake run: {error.detail} ({error.code})", file=sys.stderr)
+        print(printable(f"rewake run: {error.detail} ({error.code})"), file=sys.stderr)
         return Exit.USAGE
     except KeyboardInterrupt:
         # Outside an attempt and its wait (those handle Ctrl-C themselves): nothing ran yet.
@@ -153,8 +154,8 @@ def _open_checked_store() -> Any:
         if store is not None:
             store.close()
         where = os.environ.get("REWAKE_URL") or "the local database"
-        print(f"rewake run: the store at {where} does not answer ({error.code}: "
-              f"{error.detail}); nothing was started", file=sys.stderr)  # fmt: skip
+        print(printable(f"rewake run: the store at {where} does not answer ({error.code}: "
+                        f"{error.detail}); nothing was started"), file=sys.stderr)  # fmt: skip
         raise _StoreDown from error
     return store
 
@@ -242,11 +243,12 @@ def _resume(args: argparse.Namespace, rest: list[str]) -> int:
 
         refusal = manual_resume_refusal(store.get_mark(name), store.get_session(name))
         if refusal is not None and not args.force:
-            print(f"rewake run: not resuming {name}: {refusal} (--force resumes anyway)",
-                  file=sys.stderr)  # fmt: skip
+            print(printable(f"rewake run: not resuming {name}: {refusal} (--force resumes "
+                            "anyway)"), file=sys.stderr)  # fmt: skip
             return Exit.REFUSED
         if refusal is not None:
-            print(f"rewake run: resuming {name} anyway (--force): {refusal}", file=sys.stderr)
+            print(printable(f"rewake run: resuming {name} anyway (--force): {refusal}"),
+                  file=sys.stderr)  # fmt: skip
         store.manual_resume(record.root_id, record.run_id)
         return _run_resume(store, record, lock, rest, auto=auto, wait=True,
                            fresh_allowed=args.fresh_if_missing)  # fmt: skip

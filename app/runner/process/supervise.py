@@ -30,6 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+from rewake.printable import printable
 from rewake.runner.local import records
 from rewake.runner.local.providers import Event, Provider
 from rewake.runner.process.render import Renderer
@@ -330,11 +331,13 @@ def _follow(
                 tail_chars += len(line) + 1
                 while tail_chars > TAIL_CHARS and len(tail) > 1:
                     tail_chars -= len(tail.popleft()) + 1
-                (out if name == "out" else err).write(renderer.plain(line))
+                # The CLI's words, not its (or a prompt-injected model's) terminal controls.
+                shown = printable(renderer.plain(line), newlines=True)
+                (out if name == "out" else err).write(shown)
                 continue
             events.add(event)
             adopt.feed(event)
-            out.write(renderer.feed(event))
+            out.write(printable(renderer.feed(event), newlines=True))
             out.flush()
         while child.poll() is None:
             stop.escalate()
