@@ -55,12 +55,24 @@ class Settings(BaseSettings):
     command: str | None = None
     command_grace_s: float = Field(default=2.0, ge=0)
     resume_prompt: str | None = None
+    #: More variables for the programs rewake starts (rewake.spawn_env): names, or NAME* for a
+    #: prefix, comma-separated; checked here so that a sweeper refuses a bad list at start.
+    pass_env: str | None = None
 
     @field_validator("api_tokens")
     @classmethod
     def _tokens_well_formed(cls, value: str | None) -> str | None:
         if value is not None and value.strip():
             parse_tokens(value)
+        return value
+
+    @field_validator("pass_env")
+    @classmethod
+    def _pass_env_names(cls, value: str | None) -> str | None:
+        if value:
+            from rewake.spawn_env import parse_pass_env
+
+            parse_pass_env(value)
         return value
 
     @field_validator("display_zone")

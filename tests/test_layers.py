@@ -28,6 +28,7 @@ LAYERS: list[set[str]] = [
         "rewake.instants",
         "rewake.ids",
         "rewake.printable",
+        "rewake.spawn_env",
     },
     {"rewake.db"},
     {"rewake.sessions"},

@@ -13,7 +13,7 @@ Driven by environment variables the test sets:
   the text of Claude's first assistant message; "stderr": a line written to stderr before it.
 - STANDIN_STATE: a directory for the sessions each CLI knows (Claude's ids, Codex's threads,
   Gemini's per-directory sessions), so resuming an unknown one fails as the real CLI does.
-- STANDIN_LOG: each invocation's argv and cwd are appended here as a JSON line.
+- STANDIN_LOG: each invocation's argv, cwd and environment are appended here as a JSON line.
 
 Facts reproduced: `claude -p --output-format stream-json` without --verbose is an error; a
 --session-id that already has a transcript is "already in use"; `claude --resume` may report a
@@ -76,7 +76,7 @@ def log_invocation(cli: str, outcome: dict[str, Any]) -> None:
     if path:
         line = {
             "cli": cli, "argv": sys.argv[1:], "cwd": str(Path.cwd()), "do": outcome.get("do"),
-            "at": time.time(), "pid": os.getpid(),
+            "at": time.time(), "pid": os.getpid(), "env": dict(os.environ),
         }  # fmt: skip
         with Path(path).open("a") as out:
             out.write(json.dumps(line) + "\n")

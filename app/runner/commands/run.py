@@ -33,6 +33,7 @@ from rewake.runner.local.store import StoreError, check_id, open_store
 from rewake.runner.process.attempts import MANUAL_PROMPT, Options, Runner, Step
 from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_refusal
 from rewake.runner.process.supervise import ProgramNotFound
+from rewake.spawn_env import agent_environment, without_rewake_settings
 
 
 def register(subparsers: Any) -> None:
@@ -78,7 +79,10 @@ def _args_after_dashes(args: list[str]) -> list[str]:
 
 
 def cli_version(program: str, env: dict[str, str] | None = None) -> str | None:
-    """`<cli> --version`'s first line, or None."""
+    """`<cli> --version`'s first line, or None. The CLI sees `env` (default: this process's
+    environment without rewake's settings), as the attempt will."""
+    if env is None:
+        env = without_rewake_settings(os.environ)
     try:
         done = subprocess.run(  # noqa: S603  (the user's CLI, no shell)
             [program, "--version"], capture_output=True, text=True, timeout=15, env=env,
@@ -122,13 +126,15 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 def _runner(
-    store: Any, record: Any, provider: Any, lock: Any, *, auto_resume: bool, wait: bool
-) -> Any:
-
+    store: Any, record: Any, provider: Any, lock: Any, *, auto_resume: bool, wait: bool,
+    env: dict[str, str] | None = None,
+) -> Any:  # fmt: skip
+    """The Runner; `env` is what the CLI sees (None: this process's, without rewake's settings)."""
     prompt = os.environ.get("REWAKE_RESUME_PROMPT") or DEFAULT_PROMPT
     options = Options(
-        auto_resume=auto_resume, wait=wait, zone=host_zone(), resume_prompt=prompt, lock=lock
-    )
+        auto_resume=auto_resume, wait=wait, zone=host_zone(), resume_prompt=prompt, lock=lock,
+        env=env,
+    )  # fmt: skip
     return Runner(store, record, provider, options, out=sys.stdout, err=sys.stderr)
 
 
@@ -175,10 +181,10 @@ def _with_store(work: Any) -> int:
         store.close()
 
 
-def _refresh_version(record: Any) -> None:
+def _refresh_version(record: Any, env: dict[str, str] | None = None) -> None:
     """The CLI may have been upgraded since the first run: the version that runs now."""
     program = str(record.extra.get("program") or record.provider)
-    record.cli_version = cli_version(program) or record.cli_version
+    record.cli_version = cli_version(program, env) or record.cli_version
 
 
 def _first_run(args: argparse.Namespace, rest: list[str]) -> int:
@@ -287,21 +293,26 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
               f"attempt {record.attempt}: not resuming twice", file=sys.stderr)  # fmt: skip
         return Exit.SUPERSEDED
 
+    # This process was started by a sweeper, with the service's environment: the CLI gets the
+    # agent's allowlist only, never the store's names this process itself needed.
+    env = agent_environment(os.environ)
+
     def work(store: Any) -> int:
         return _run_resume(store, record, lock, rest, auto=bool(record.extra.get("auto_resume")),
-                           wait=False, fresh_allowed=record.fresh_if_missing)  # fmt: skip
+                           wait=False, fresh_allowed=record.fresh_if_missing,
+                           env=env)  # fmt: skip
 
     return _with_store(work)
 
 
 def _run_resume(
     store: Any, record: Any, lock: Any, rest: list[str], *, auto: bool, wait: bool,
-    fresh_allowed: bool,
+    fresh_allowed: bool, env: dict[str, str] | None = None,
 ) -> int:  # fmt: skip
     """The provider's resume form under supervision, as the next attempt of `record`'s run."""
 
-    _refresh_version(record)
+    _refresh_version(record, env)
     runner = _runner(store, record, provider_named(record.provider), lock, auto_resume=auto,
-                     wait=wait)  # fmt: skip
+                     wait=wait, env=env)  # fmt: skip
     prompt = " ".join(rest) or _manual_prompt()
     return int(runner.run(runner.resume_step(prompt, fresh_allowed=fresh_allowed)))

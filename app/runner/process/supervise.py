@@ -34,6 +34,7 @@ from rewake.printable import printable
 from rewake.runner.local import records
 from rewake.runner.local.providers import Event, Provider
 from rewake.runner.process.render import Renderer
+from rewake.spawn_env import without_rewake_settings
 
 #: Characters of non-event output kept for the failure report (its end: the banner is there).
 TAIL_CHARS = 64 * 1024
@@ -237,7 +238,12 @@ def supervise(
     out = out or sys.stdout
     err = err or sys.stderr
     log.parent.mkdir(parents=True, exist_ok=True)
-    child_env = {**(os.environ if env is None else env), records.SUPERVISED_ENV: "1"}
+    # Whatever the caller passes, no rewake setting reaches the CLI (a resume's caller passes
+    # the agent's allowlist already: rewake.spawn_env).
+    child_env = {
+        **without_rewake_settings(os.environ if env is None else env),
+        records.SUPERVISED_ENV: "1",
+    }
     if stop.requested:
         # The stop came while the attempt was being prepared (the record, the log header, the
         # `started` write, which can take long on a busy store): there is no group to signal
