@@ -11,6 +11,8 @@ import json
 import logging
 import re
 import sys
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -108,11 +110,53 @@ class TextFormatter(logging.Formatter):
         return redact_text(line)
 
 
+class ThrottleRepeats(logging.Filter):
+    """Lets one warning or error of a kind through per `window_s`, from loggers outside
+    rewake's own (asyncio, uvicorn): under a flood of connections, asyncio logs a traceback
+    for every accept that fails, and one audit wrote 804,037 of them (348 MB) in 80 s.
+
+    A kind is the logger, the level and the message's first line (later lines name objects
+    and addresses that differ each time). The next one let through after a window says how many
+    like it were left out. rewake's own events are never held back."""
+
+    def __init__(
+        self, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__()
+        self.window_s = window_s
+        self._clock = clock
+        #: kind -> (when the last one went out, how many were left out since)
+        self._seen: dict[tuple[str, int, str], tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING or record.name.split(".")[0] == "rewake":
+            return True
+        try:
+            first = record.getMessage().split("\n", 1)[0][:200]
+        except Exception:  # a message whose arguments do not format: let logging say so
+            return True
+        kind = (record.name, record.levelno, first)
+        now = self._clock()
+        last = self._seen.get(kind)
+        if last is not None and now - last[0] < self.window_s:
+            self._seen[kind] = (last[0], last[1] + 1)
+            return False
+        if len(self._seen) > 1000:  # kinds seen once, long ago: forget them
+            self._seen = {k: v for k, v in self._seen.items() if now - v[0] < self.window_s}
+        self._seen[kind] = (now, 0)
+        if last is not None and last[1]:
+            left_out = f"({last[1]} more like this in the last {self.window_s:g} s were not logged)"
+            record.msg, record.args = f"{record.getMessage()}\n{left_out}", None
+        return True
+
+
 def configure_logging(*, json_lines: bool, level: str = "INFO") -> None:
-    """Send the service's logs (and uvicorn's) to stderr in the chosen format; the HTTP client
-    libraries only from WARNING up (their INFO line for each request names its URL)."""
+    """Send the service's logs (and uvicorn's) to stderr in the chosen format, repeated
+    warnings of other libraries throttled; the HTTP client libraries only from WARNING up
+    (their INFO line for each request names its URL)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
+    handler.addFilter(ThrottleRepeats())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

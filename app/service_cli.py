@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from sqlalchemy import Engine
 from sqlalchemy import exc as sa_exc
 
+from rewake.api.server import server_config
 from rewake.db import migrations
 from rewake.db.engine import Database
 from rewake.executors.factory import ExecutorConfigError
@@ -207,7 +208,8 @@ def run_serve(args: argparse.Namespace) -> int:
     if sweeper:
         sweeper.start()
     try:
-        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
+        # Deadlines for every connection and a ceiling on them (rewake.api.server).
+        uvicorn.Server(server_config(app, host=host, port=port, settings=settings)).run()
     finally:
         if sweeper:
             sweeper.stop()

@@ -39,6 +39,11 @@ class Settings(BaseSettings):
     tombstone_retention_days: int = Field(default=365, ge=1)
     log_json: bool = False
     log_level: str = "INFO"
+    # How `rewake serve` holds connections (rewake.api.server).
+    header_timeout_s: float = Field(default=10, gt=0)
+    request_timeout_s: float = Field(default=60, gt=0)
+    keep_alive_s: int = Field(default=5, ge=1)
+    max_connections: int = Field(default=256, ge=1)
     # The sweeper and its executors (DESIGN.md section 3).
     serve_sweeper: bool = True
     sweep_lease_s: float = Field(default=120, gt=0)

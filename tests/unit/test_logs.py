@@ -9,7 +9,7 @@ import logging
 
 import pytest
 
-from rewake.logs import JsonFormatter, TextFormatter, redact_text, redact_url
+from rewake.logs import JsonFormatter, TextFormatter, ThrottleRepeats, redact_text, redact_url
 
 
 @pytest.mark.parametrize(
@@ -59,3 +59,36 @@ def test_every_log_line_is_redacted_whoever_logged_it(formatter: logging.Formatt
     assert "http://u:***@h/x?t=***" in out
     if isinstance(formatter, JsonFormatter):
         assert json.loads(out.splitlines()[1])["url"] == "https://u:***@h/?a=***"
+
+
+def _record(name: str, message: str, level: int = logging.ERROR) -> logging.LogRecord:
+    return logging.LogRecord(name, level, __file__, 1, message, None, None)
+
+
+def test_repeated_library_errors_are_throttled_with_a_count() -> None:
+    """Within the window, one error of a kind (logger, level, first line) from a library goes
+    out; the next one after the window says how many were left out. Lines that differ only
+    after the first line are one kind."""
+    now = [0.0]
+    throttle = ThrottleRepeats(window_s=60, clock=lambda: now[0])
+    first = _record("asyncio", "socket.accept() out of system resource\nsocket: <fd=9>")
+    assert throttle.filter(first)
+    kept = [throttle.filter(_record("asyncio", f"socket.accept() out of system resource\n{n}"))
+            for n in range(500)]  # fmt: skip
+    assert not any(kept)
+    assert throttle.filter(_record("asyncio", "another problem"))
+    assert throttle.filter(_record("uvicorn.error", "socket.accept() out of system resource"))
+    now[0] = 61.0
+    later = _record("asyncio", "socket.accept() out of system resource\nsocket: <fd=9>")
+    assert throttle.filter(later)
+    assert "(500 more like this in the last 60 s were not logged)" in later.getMessage()
+
+
+def test_rewake_events_and_info_lines_are_never_throttled() -> None:
+    """rewake's own events (a resume sent, a notice failed) and INFO lines of anyone all go
+    out, however often."""
+    throttle = ThrottleRepeats(window_s=60, clock=lambda: 0.0)
+    assert all(throttle.filter(_record("rewake.sweeper.notify", "notify_failed", logging.WARNING))
+               for _ in range(10))  # fmt: skip
+    assert all(throttle.filter(_record("uvicorn.error", "Started", logging.INFO))
+               for _ in range(10))  # fmt: skip
