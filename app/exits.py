@@ -15,7 +15,8 @@ class Exit(IntEnum):
     #: before the schema became current.
     PROBLEM = 1
     #: Bad usage or configuration (a name that is no valid id, an invalid setting, a schema
-    #: this version cannot use): nothing was done.
+    #: this version cannot use; for `serve` and `migrate`, a database that cannot be used):
+    #: nothing was done.
     USAGE = 2
     #: The hook's one non-zero status, fixed by Claude Code's protocol: exit 2 blocks the
     #: prompt and shows stderr to the user.

@@ -9,11 +9,69 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 _FIELDS = "rewake_fields"
+
+
+#: What stands in for a secret part of a URL in logs and messages.
+REDACTED = "***"
+
+
+def redact_url(url: str) -> str:
+    """`url` fit for a log line: the password of its user info and every query value replaced
+    by `***` (webhook and notify URLs carry credentials in either place; so do database URLs).
+    Anything that does not parse as a URL is replaced whole."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # a malformed port raises here
+    except ValueError:
+        return REDACTED
+    if "@" not in parts.netloc and not parts.query:
+        return url
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, hostport = netloc.rpartition("@")
+        user, colon, _password = userinfo.partition(":")
+        netloc = f"{user}:{REDACTED}@{hostport}" if colon else f"{REDACTED}@{hostport}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(key, REDACTED) for key, _ in pairs], safe="*")
+    authority = f"//{netloc}" if url[len(parts.scheme) :].startswith("://") else netloc
+    return (
+        f"{parts.scheme}:{authority}{parts.path}"
+        + (f"?{query}" if query else "")
+        + (f"#{parts.fragment}" if parts.fragment else "")
+    )
+
+
+def redact_urls_in(text: str, *urls: str | None) -> str:
+    """`text` with each of `urls` (as given, e.g. in an exception's message) redacted."""
+    for url in filter(None, urls):
+        text = text.replace(url, redact_url(url))
+    return text
+
+
+#: A URL in free text (a message, an exception's words): a scheme, `://`, and no space or quote.
+_URL_IN_TEXT = re.compile(r"""[A-Za-z][A-Za-z0-9+.-]*://[^\s'"<>]+""")
+
+
+def redact_text(text: str) -> str:
+    """`text` with every URL in it passed through `redact_url`."""
+    if "://" not in text:
+        return text
+    return _URL_IN_TEXT.sub(lambda found: redact_url(found.group(0)), text)
+
+
+#: Libraries whose INFO lines name every request's URL (credentials included): WARNING and up.
+QUIET_LOGGERS = ("httpx", "httpcore")
 
 
 def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:
@@ -34,7 +92,8 @@ class JsonFormatter(logging.Formatter):
         payload.update(getattr(record, _FIELDS, {}))
         if record.exc_info:
             payload["exc"] = self.formatException(record.exc_info)
-        return json.dumps(payload, default=str)
+        # Whoever logged it, a URL never shows its password or query values.
+        return redact_text(json.dumps(payload, default=str))
 
 
 class TextFormatter(logging.Formatter):
@@ -47,16 +106,62 @@ class TextFormatter(logging.Formatter):
         line = " ".join([stamp, record.levelname.lower(), record.getMessage(), *parts])
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
-        return line
+        # Whoever logged it, a URL never shows its password or query values.
+        return redact_text(line)
+
+
+class ThrottleRepeats(logging.Filter):
+    """Lets one warning or error of a kind through per `window_s`, from loggers outside
+    rewake's own (asyncio, uvicorn): under a flood of connections, asyncio logs a traceback
+    for every accept that fails, and one audit wrote 804,037 of them (348 MB) in 80 s.
+
+    A kind is the logger, the level and the message's first line (later lines name objects
+    and addresses that differ each time). The next one let through after a window says how many
+    like it were left out. rewake's own events are never held back."""
+
+    def __init__(
+        self, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__()
+        self.window_s = window_s
+        self._clock = clock
+        #: kind -> (when the last one went out, how many were left out since)
+        self._seen: dict[tuple[str, int, str], tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING or record.name.split(".")[0] == "rewake":
+            return True
+        try:
+            first = record.getMessage().split("\n", 1)[0][:200]
+        except Exception:  # a message whose arguments do not format: let logging say so
+            return True
+        kind = (record.name, record.levelno, first)
+        now = self._clock()
+        last = self._seen.get(kind)
+        if last is not None and now - last[0] < self.window_s:
+            self._seen[kind] = (last[0], last[1] + 1)
+            return False
+        if len(self._seen) > 1000:  # kinds seen once, long ago: forget them
+            self._seen = {k: v for k, v in self._seen.items() if now - v[0] < self.window_s}
+        self._seen[kind] = (now, 0)
+        if last is not None and last[1]:
+            left_out = f"({last[1]} more like this in the last {self.window_s:g} s were not logged)"
+            record.msg, record.args = f"{record.getMessage()}\n{left_out}", None
+        return True
 
 
 def configure_logging(*, json_lines: bool, level: str = "INFO") -> None:
-    """Send the service's logs (and uvicorn's) to stderr in the chosen format."""
+    """Send the service's logs (and uvicorn's) to stderr in the chosen format, repeated
+    warnings of other libraries throttled; the HTTP client libraries only from WARNING up
+    (their INFO line for each request names its URL)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if json_lines else TextFormatter())
+    handler.addFilter(ThrottleRepeats())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = True
+    for name in QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(max(logging.WARNING, root.level))

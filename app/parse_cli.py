@@ -14,6 +14,7 @@ from typing import Any, TextIO
 
 from rewake.exits import Exit
 from rewake.parsers import parse
+from rewake.printable import json_printable
 
 MAX_INPUT_BYTES = 64 << 20
 
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         if args.jsonl:
             for line in stream:
                 if line.strip():
-                    print(json.dumps(_answer_line(line, now), ensure_ascii=False), flush=False)
+                    print(json_printable(_answer_line(line, now)), flush=False)
             return Exit.OK
         text = stream.read(MAX_INPUT_BYTES)
     finally:
@@ -88,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
     refusal = answer["refusal"]
     if refusal and refusal["code"] == "zone_unknown" and args.zone is None:
         refusal["detail"] += " (rewake parse --zone Area/City)"
-    print(json.dumps(answer, ensure_ascii=False, indent=2))
+    # The evidence quotes the text, escapes and all: JSON with C1 escaped too, safe to print.
+    print(json_printable(answer, indent=2))
     return Exit.OK
 
 

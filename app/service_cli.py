@@ -19,12 +19,14 @@ import uvicorn
 from prometheus_client import CollectorRegistry, start_http_server
 from pydantic import ValidationError
 from sqlalchemy import Engine
+from sqlalchemy import exc as sa_exc
 
+from rewake.api.server import server_config
 from rewake.db import migrations
 from rewake.db.engine import Database
 from rewake.executors.factory import ExecutorConfigError
 from rewake.exits import Exit
-from rewake.logs import configure_logging, log_event
+from rewake.logs import configure_logging, log_event, redact_url
 from rewake.main import build_sweeper, create_app
 from rewake.settings import Settings, explain, is_loopback
 from rewake.sweeper.metrics import SweeperMetrics
@@ -114,16 +116,52 @@ def run_migrate(_args: argparse.Namespace) -> int:
     if settings is None:
         return Exit.USAGE
     configure_logging(json_lines=settings.log_json, level=settings.log_level)
-    database = Database(settings.sqlalchemy_url)
+    opened = _schema_ready(settings, migrate=True)
+    if opened is None:
+        return Exit.USAGE
+    database, _status = opened
+    database.dispose()
+    return Exit.OK
+
+
+#: Errors that say the database itself cannot be used (not a bug in rewake): a file that
+#: cannot be opened or written, locked past the busy timeout, not a database; a server that
+#: does not answer; a URL no installed driver takes.
+UNUSABLE = (sa_exc.DBAPIError, sa_exc.ArgumentError, OSError)
+
+
+def unusable_reason(error: BaseException) -> str:
+    """The first line of what the database (or its driver) said."""
+    cause = getattr(error, "orig", None) or error
+    return (str(cause).strip().splitlines() or [type(cause).__name__])[0]
+
+
+def _schema_ready(
+    settings: Settings, *, migrate: bool
+) -> tuple[Database, migrations.SchemaStatus] | None:
+    """The database with its schema upgraded (or, without `migrate`, checked current); None
+    after one error line when it cannot be used: a schema this rewake cannot run on, or a
+    database that cannot be opened (`database_unusable`, the URL without its secrets)."""
+    database = None
     try:
-        status = migrations.upgrade(database.engine)
+        database = Database(settings.sqlalchemy_url)
+        if migrate:
+            status = migrations.upgrade(database.engine)
+        else:
+            status = migrations.require_current(database.engine)
     except migrations.SchemaError as error:
         log_event(logger, "schema_refused", logging.ERROR, reason=str(error))
-        return Exit.USAGE
-    finally:
+    except UNUSABLE as error:
+        log_event(
+            logger, "database_unusable", logging.ERROR,
+            database=redact_url(settings.database_url), reason=unusable_reason(error),
+        )  # fmt: skip
+    else:
+        log_event(logger, "schema_current", revision=",".join(status.current))
+        return database, status
+    if database is not None:
         database.dispose()
-    log_event(logger, "schema_current", revision=",".join(status.current))
-    return Exit.OK
+    return None
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -142,17 +180,10 @@ def run_serve(args: argparse.Namespace) -> int:
             reason="binding a non-loopback address needs REWAKE_API_TOKENS",
         )
         return Exit.USAGE
-    database = Database(settings.sqlalchemy_url)
-    try:
-        if args.no_migrate:
-            status = migrations.require_current(database.engine)
-        else:
-            status = migrations.upgrade(database.engine)
-    except migrations.SchemaError as error:
-        log_event(logger, "schema_refused", logging.ERROR, reason=str(error))
-        database.dispose()
+    opened = _schema_ready(settings, migrate=not args.no_migrate)
+    if opened is None:
         return Exit.USAGE
-    log_event(logger, "schema_current", revision=",".join(status.current))
+    database, _status = opened
     if not settings.tokens:
         log_event(logger, "auth_disabled", logging.WARNING, notice=LOOPBACK_ONLY_NOTICE)
     app = create_app(settings, database=database)
@@ -172,7 +203,8 @@ def run_serve(args: argparse.Namespace) -> int:
     if sweeper:
         sweeper.start()
     try:
-        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False)
+        # Deadlines for every connection and a ceiling on them (rewake.api.server).
+        uvicorn.Server(server_config(app, host=host, port=port, settings=settings)).run()
     finally:
         if sweeper:
             sweeper.stop()
@@ -225,8 +257,9 @@ def run_sweep(args: argparse.Namespace) -> int:
     if settings is None:
         return Exit.USAGE
     configure_logging(json_lines=settings.log_json, level=settings.log_level)
-    for chatty in ("apscheduler", "httpx", "httpcore", "alembic"):
-        # Their INFO lines (every job run, every request) drown the sweeper's own events.
+    for chatty in ("apscheduler", "alembic"):
+        # Their INFO lines (every job run) drown the sweeper's own events; httpx's are quieted
+        # for every command by configure_logging (they name each request's URL).
         logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):

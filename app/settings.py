@@ -40,6 +40,11 @@ class Settings(BaseSettings):
     tombstone_retention_days: int = Field(default=365, ge=1)
     log_json: bool = False
     log_level: str = "INFO"
+    # How `rewake serve` holds connections (rewake.api.server).
+    header_timeout_s: float = Field(default=10, gt=0)
+    request_timeout_s: float = Field(default=60, gt=0)
+    keep_alive_s: int = Field(default=5, ge=1)
+    max_connections: int = Field(default=256, ge=1)
     # The sweeper and its executors (DESIGN.md section 3).
     serve_sweeper: bool = True
     sweep_lease_s: float = Field(default=120, gt=0)
@@ -56,6 +61,9 @@ class Settings(BaseSettings):
     command: str | None = None
     command_grace_s: float = Field(default=2.0, ge=0)
     resume_prompt: str | None = None
+    #: More variables for the programs rewake starts (rewake.spawn_env): names, or NAME* for a
+    #: prefix, comma-separated; checked here so that a sweeper refuses a bad list at start.
+    pass_env: str | None = None
 
     @field_validator("database_url")
     @classmethod
@@ -75,6 +83,15 @@ class Settings(BaseSettings):
     def _tokens_well_formed(cls, value: str | None) -> str | None:
         if value is not None and value.strip():
             parse_tokens(value)
+        return value
+
+    @field_validator("pass_env")
+    @classmethod
+    def _pass_env_names(cls, value: str | None) -> str | None:
+        if value:
+            from rewake.spawn_env import parse_pass_env
+
+            parse_pass_env(value)
         return value
 
     @field_validator("display_zone")

@@ -91,6 +91,9 @@ def make_run_env(tmp_path: Path, **settings: object) -> RunEnv:
         STANDIN_PIDFILE=str(tmp_path / "standin.pid"),
         TZ="UTC",
         PYTHONUNBUFFERED="1",
+        # A CLI started for an automatic resume sees only an allowlist (rewake.spawn_env): the
+        # stand-ins' own settings are added to it as an operator would add a CLI's.
+        REWAKE_PASS_ENV="STANDIN_*,PYTHONUNBUFFERED",
     )
     return RunEnv(tmp_path, env, work)
 

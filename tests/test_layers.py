@@ -24,6 +24,8 @@ LAYERS: list[set[str]] = [
         "rewake.errors",
         "rewake.instants",
         "rewake.ids",
+        "rewake.printable",
+        "rewake.spawn_env",
     },
     {"rewake.db"},
     {"rewake.sessions"},

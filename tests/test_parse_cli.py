@@ -137,3 +137,15 @@ def test_parse_does_not_import_the_service() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_parse_output_carries_no_raw_c1_control() -> None:
+    """Evidence that quotes 8-bit CSI/OSC codes (U+009B, U+009D, U+009C), which JSON leaves
+    raw, is printed with them as \\u escapes: the terminal never sees them, the JSON reads back
+    the same text."""
+    text = "You've hit your limit \x9b2J\x9d0;t\x9c· resets 8pm (Europe/Berlin)"
+    result = run_parse("--observed-at", "2026-04-01T13:42:35Z", stdin=text)
+    assert result.returncode == 0, result.stderr
+    assert not any(0x7F <= ord(char) <= 0x9F for char in result.stdout)
+    assert "\\u009b2J\\u009d0;t\\u009c" in result.stdout
+    assert json.loads(result.stdout)["evidence"]["text"] == text

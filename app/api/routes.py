@@ -22,14 +22,13 @@ from rewake.api.schemas import (
     RootId,
     RunId,
 )
-from rewake.errors import DomainError
 from rewake.logs import log_event
 from rewake.marks import service as marks
 from rewake.reports import actions, failures
 from rewake.reports import views as session_views
 from rewake.reports.body import FailureBody
 from rewake.reports.rules import FailureKind, clean_text
-from rewake.sessions.repository import SessionFilter
+from rewake.sessions.repository import SessionFilter, refuse_reserved
 
 logger = logging.getLogger("rewake.api")
 # Failure reports nested too deep for Python's JSON decoder are still read (rewake.api.json_body).
@@ -38,17 +37,15 @@ router = APIRouter(prefix="/api/agent/runs", tags=["sessions"], route_class=Tole
 #: Longer CLI output is parsed on a worker thread, not on the event loop.
 INLINE_PARSE_CHARS = 16_384
 
-#: `GET /api/agent/runs/tombstones/{root_id}` owns this word; no session may be called so.
-RESERVED_ROOT_IDS = frozenset({"tombstones"})
-
 
 def _answer(content: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(content, status_code=status)
 
 
 def _refuse_reserved(root_id: str) -> None:
-    if root_id in RESERVED_ROOT_IDS:
-        raise DomainError("invalid_request", f"{root_id!r} is reserved and cannot be a root_id")
+    """Before the CLI text is parsed or the database touched; the domain refuses the word too
+    (`ensure_session`), for the runner's local store."""
+    refuse_reserved(root_id)
 
 
 @router.get("/tombstones/{root_id}", summary="What a deleted session was")
@@ -145,6 +142,7 @@ async def resolve_auto_resume(
 
 @router.post("/{root_id}/cancel", summary="Cancel the session (final)")
 async def cancel(root_id: RootId, ctx: RequestContext, services: AppServices) -> JSONResponse:
+    _refuse_reserved(root_id)
     view = await services.database.write(lambda db: actions.cancel_session(db, root_id, ctx))
     log_event(logger, "session_cancelled", root_id=root_id, actor=ctx.actor)
     return _answer(view)

@@ -125,6 +125,18 @@ def upgrade(engine: Engine, revision: str = "head") -> SchemaStatus:
         return _status(connection)
 
 
+def ensure_current(engine: Engine) -> SchemaStatus:
+    """Upgrade to head only when the schema is behind. A current schema is only read, without
+    the migration lock: on SQLite that lock is the write lock, and a command that only reads
+    (`rewake ls`) must not wait behind a writer for it. SchemaError if the schema is newer."""
+    status = schema_status(engine)
+    if status.is_newer:
+        raise SchemaError(_newer_message(status))
+    if status.is_current:
+        return status
+    return upgrade(engine)
+
+
 def downgrade(engine: Engine, revision: str) -> SchemaStatus:
     """Downgrade to `revision` under the migration lock (tests and operators only)."""
     with engine.connect() as connection:

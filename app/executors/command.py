@@ -6,6 +6,10 @@ filled with checked values (host ids in the API's alphabet, never starting with 
 ids must be UUIDs), the prompt goes last after `--`, and the attempt key and audit note are in
 the environment (`REWAKE_ATTEMPT_KEY`, `REWAKE_NOTE`, ...), never on the command line.
 
+That environment is an allowlist (`rewake.spawn_env.command_environment`), not the sweeper's:
+what a coding CLI needs, the names in REWAKE_PASS_ENV, and what `rewake run --resume-of` needs
+to record the resume; never the API tokens, the webhook secret or the notify URL.
+
 The program is started in its own session and given `grace_s` to fail: exiting 0 or still
 running then is `done` (the resume started); exiting non-zero is `failed`; a program that cannot
 be started is `failed` with nothing sent.
@@ -22,6 +26,7 @@ from datetime import datetime
 
 from rewake.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note
 from rewake.executors.templates import TemplateError, check_template, fill
+from rewake.spawn_env import command_environment
 
 
 class CommandConfigError(ValueError):
@@ -68,7 +73,8 @@ class CommandExecutor:
         self.argv_template = parse_argv_template(argv_template)
         self.prompt = prompt
         self.grace_s = grace_s
-        self._env = dict(os.environ if env is None else env)
+        #: What the program may see of `env` (this process's environment by default).
+        self._env = command_environment(os.environ if env is None else env)
         self._cwd = cwd
 
     def argv(self, delivery: Delivery) -> list[str]:

@@ -12,6 +12,7 @@ from pydantic import (
     ModelWrapValidatorHandler,
     PrivateAttr,
     StrictBool,
+    StrictInt,
     model_validator,
 )
 
@@ -19,7 +20,8 @@ from rewake.reports.failures import FailureReport
 from rewake.reports.fields import FieldWarning, read_optional_fields
 from rewake.reports.rules import FailureKind
 
-AttemptNumber = Annotated[int, Field(ge=0, le=1_000_000_000)]
+#: A JSON integer and nothing else: `true`, `"1"` and `1.0` are refused (422), never read as 1.
+AttemptNumber = Annotated[StrictInt, Field(ge=0, le=1_000_000_000)]
 
 
 Provider = Literal["claude", "codex", "gemini"]

@@ -11,13 +11,15 @@ request from another site cannot make use of it:
 A bearer token in `Authorization` always wins; the cookie is read only without one.
 
 With no token configured, loopback is the only credential, so two more rules keep other sites
-from borrowing a local browser: no cross-site writes, and no Host but a loopback name (DNS
-rebinding). This module imports nothing from `rewake.api`, which imports it.
+from borrowing a local browser: no write from another origin (by `Sec-Fetch-Site` or by
+`Origin`), and no Host but a loopback name (DNS rebinding). This module imports nothing from
+`rewake.api`, which imports it.
 """
 
 from __future__ import annotations
 
 from http.cookies import CookieError, SimpleCookie
+from urllib.parse import urlsplit
 
 from rewake.errors import DomainError
 from rewake.settings import is_loopback
@@ -68,13 +70,63 @@ def cookie_authorization(method: str, path: str, headers: dict[bytes, bytes]) ->
     return f"Bearer {secret}" if secret else ""
 
 
+#: `Sec-Fetch-Site` values that mean the request did not come from another origin's page.
+_OWN_FETCH_SITES = frozenset({b"same-origin", b"none"})
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def _authority(host: str, scheme: str) -> str:
+    """`host[:port]` in lower case, without the scheme's default port."""
+    host = host.strip().lower()
+    default = _DEFAULT_PORTS.get(scheme)
+    if default and host.endswith(f":{default}") and not host.endswith("]"):
+        host = host[: -len(default) - 1]
+    return host
+
+
+def is_own_origin(origin: str, host: str) -> bool:
+    """`Origin` names the server this request reached (scheme http or https, the same name and
+    port as `Host`): the page's own fetch or form. `null` (an opaque origin) never is."""
+    try:
+        parts = urlsplit(origin.strip())
+    except ValueError:
+        return False
+    if parts.scheme not in _DEFAULT_PORTS or not parts.netloc or parts.path not in ("", "/"):
+        return False
+    if "@" in parts.netloc:
+        return False
+    return _authority(parts.netloc, parts.scheme) == _authority(host, parts.scheme)
+
+
+def from_another_origin(headers: dict[bytes, bytes]) -> bool:
+    """A browser says a page of another origin sent this request: `Sec-Fetch-Site` other than
+    same-origin or none (same-site included: another port on 127.0.0.1 is another site's
+    page), or an `Origin` other than this server's. A request with neither header (curl, an
+    older browser's form without Origin) is not from another origin by what it says."""
+    fetch_site = headers.get(b"sec-fetch-site")
+    if fetch_site is not None and fetch_site.lower() not in _OWN_FETCH_SITES:
+        return True
+    origin = headers.get(b"origin")
+    if origin is None:
+        return False
+    host = headers.get(b"host", b"").decode("latin-1")
+    return not is_own_origin(origin.decode("latin-1"), host)
+
+
 def is_cross_site_write(method: str, headers: dict[bytes, bytes]) -> bool:
-    """A browser says another site sent this request, and it would change something.
+    """A write (not GET or HEAD) that a browser says came from anywhere but this server's own
+    loopback origin.
 
     With no token configured, the API trusts whoever reaches it on loopback; a browser on this
-    machine must not lend that trust to a form or fetch from another site. Links from other
-    sites (GET) still open the page."""
-    return method not in _SAFE_METHODS and headers.get(b"sec-fetch-site") == b"cross-site"
+    machine must not lend that trust to a form or fetch from another site. Browsers without
+    Fetch Metadata still send `Origin` on every cross-origin write, so either header refuses.
+    Links from other sites (GET) still open the page."""
+    if method in _SAFE_METHODS:
+        return False
+    if from_another_origin(headers):
+        return True
+    origin = headers.get(b"origin")
+    return origin is not None and not is_loopback_host(urlsplit(origin.decode("latin-1")).netloc)
 
 
 def is_loopback_host(host: str) -> bool:

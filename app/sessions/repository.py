@@ -21,6 +21,8 @@ from rewake.db.models import (
     TimelineRow,
     TombstoneRow,
 )
+from rewake.errors import DomainError
+from rewake.ids import RESERVED_ROOT_IDS
 
 
 def _dialect(db: Session) -> str:
@@ -54,6 +56,12 @@ def lock_session(db: Session, root_id: str) -> SessionRow | None:
 FIRST_VALUES = ("state", "host_seen_at", "current_run_id", "current_attempt")
 
 
+def refuse_reserved(root_id: str) -> None:
+    """DomainError `invalid_request` for a root id no session may take (`RESERVED_ROOT_IDS`)."""
+    if root_id in RESERVED_ROOT_IDS:
+        raise DomainError("invalid_request", f"{root_id!r} is reserved and cannot be a root_id")
+
+
 def ensure_session(
     db: Session, root_id: str, now: datetime, first: Mapping[str, Any] | None = None
 ) -> tuple[SessionRow, bool]:
@@ -61,7 +69,9 @@ def ensure_session(
 
     A created row is `running` unless `first` (names of FIRST_VALUES) says what it is from
     the start, so that a caller that knows saves itself an UPDATE. Concurrent first sights
-    insert once: the loser of the race reads (and locks) the winner's row."""
+    insert once: the loser of the race reads (and locks) the winner's row. A reserved root id
+    is refused here, whichever route or command would create it."""
+    refuse_reserved(root_id)
     values: dict[str, Any] = {
         "root_id": root_id, "state": "running", "created_at": now, "updated_at": now,
     }  # fmt: skip

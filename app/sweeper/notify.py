@@ -13,7 +13,7 @@ import httpx
 
 from rewake.db.models import MarkRow
 from rewake.executors.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
-from rewake.logs import log_event
+from rewake.logs import log_event, redact_url, redact_urls_in
 from rewake.marks.service import mark_json
 
 logger = logging.getLogger("rewake.sweeper.notify")
@@ -41,10 +41,18 @@ class Notifier:
         headers = {"Content-Type": "application/json", TIMESTAMP_HEADER: str(timestamp)}
         if self._secret:
             headers[SIGNATURE_HEADER] = sign(self._secret, timestamp, body)
+        # The URL may carry credentials (user info, a token in the query): logged redacted.
+        where = redact_url(self.url)
         try:
-            self._client.post(self.url, content=body, headers=headers).raise_for_status()
+            response = self._client.post(self.url, content=body, headers=headers)
         except httpx.HTTPError as error:
-            log_event(logger, "notify_failed", logging.WARNING, error=str(error))
+            reason = redact_urls_in(f"{type(error).__name__}: {error}", self.url)
+            log_event(logger, "notify_failed", logging.WARNING, url=where, error=reason)
+            return
+        if not response.is_success:
+            log_event(
+                logger, "notify_failed", logging.WARNING, url=where, status=response.status_code
+            )
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

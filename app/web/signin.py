@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from rewake.api.deps import AppServices
 from rewake.errors import DomainError
 from rewake.security.auth import authenticate
-from rewake.security.browser import COOKIE, SIGN_IN_PATH
+from rewake.security.browser import COOKIE, SIGN_IN_PATH, from_another_origin
 from rewake.web.render import error_page, page
 
 router = APIRouter(include_in_schema=False)
@@ -116,12 +116,8 @@ def safe_next(target: str | None) -> str:
 
 
 def _from_another_site(request: Request) -> bool:
-    """The browser says another site sent this form: `Sec-Fetch-Site: cross-site`, an opaque
-    `Origin`, or an `Origin` that is not this host. A browser that sends neither header is
-    taken at its word; SameSite=Strict still keeps the cookie from such a post."""
-    if request.headers.get("sec-fetch-site") == "cross-site":
-        return True
-    origin = request.headers.get("origin")
-    if not origin or origin == "null":
-        return origin == "null"
-    return urlsplit(origin).netloc != request.headers.get("host", "")
+    """The browser says another origin's page sent this form (`rewake.security.browser`): a
+    `Sec-Fetch-Site` other than same-origin, an opaque `Origin`, or an `Origin` that is not
+    this host. A browser that sends neither header is taken at its word; SameSite=Strict still
+    keeps the cookie from such a post."""
+    return from_another_origin(dict(request.scope.get("headers", ())))

@@ -5,6 +5,7 @@ stop, and Ctrl-C. Real processes, a real SQLite file, state in tmp_path."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 
@@ -150,3 +151,18 @@ def test_standin_claude_refuses_what_rewake_must_avoid(run_env: RunEnv) -> None:
     assert claude(*pin, uuid_, "--", TASK).returncode == 0
     reused = claude(*pin, uuid_, "--", TASK)
     assert reused.returncode == 1 and "already in use" in reused.stderr
+
+
+def test_the_clis_terminal_controls_are_shown_not_obeyed(run_env: RunEnv) -> None:
+    """What the CLI streams (a model's text, a line on stderr) reaches the terminal with its
+    escapes shown, not acted on: no OSC 52 clipboard write, title, CSI or C1 code gets through,
+    while the words and the line breaks of a multi-line answer stay; the log keeps it raw."""
+    hostile = "\x1b]52;c;cm0gLXJm\x07\x1b]0;owned\x07\x9b2J\x9d0;t\x9c\rdone"
+    run_env.scenario({"do": "success", "says": f"first line\n{hostile}", "stderr": hostile})
+    done = run_env.rewake("run", "--name", "esc1", "--", "claude", "-p", TASK)
+    assert done.returncode == 0, done.stdout + done.stderr
+    acted_on = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+    assert not acted_on.findall(done.stdout) and not acted_on.findall(done.stderr)
+    assert "first line\n\\x1b]52;c;cm0gLXJm\\x07" in done.stdout
+    assert "\\x9b2J" in done.stderr
+    assert "\\u001b]52" in run_env.log("esc1", 1).read_text()  # the JSON event, as written

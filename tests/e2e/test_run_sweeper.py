@@ -142,3 +142,47 @@ def test_a_mark_armed_by_the_sweepers_resume_is_not_fired_again(tmp_path: Path) 
     assert (mark["attempt"], mark["state"]) == (2, "armed")
     assert run_env.record("st1")["attempt"] == 2
     assert [a["status"] for a in attempts_of(run_env.session("st1"))] == ["failed", "failed"]
+
+
+#: What the sweeper's environment holds besides (the service's secrets, another secret of the
+#: machine) and the CLI's own key, which the resumed CLI needs.
+SECRETS = {
+    "REWAKE_API_TOKENS": "alice:token-secret-1",
+    "REWAKE_WEBHOOK_SECRET": "webhook-secret-2",
+    "REWAKE_NOTIFY_URL": "https://ops:notify-secret-3@127.0.0.1:9/hook",
+    "MACHINE_SECRET": "machine-secret-4",
+}
+
+
+def test_the_resumed_cli_sees_no_service_secret(tmp_path: Path) -> None:
+    """The sweeper spawns `rewake run --resume-of`, which records the resume in the sweeper's
+    database; the CLI it resumes sees its own key, PATH and the resume's ids, but none of the
+    service's secrets, no database URL or state dir, and no variable outside the allowlist."""
+    command = [sys.executable, "-m", "rewake", "run", "--resume-of", "{mark_id}"]
+    run_env = make_run_env(tmp_path, executor="command", command=json.dumps(command))
+    run_env.env.update(SECRETS, ANTHROPIC_API_KEY="cli-key")
+    with sweeper_running(run_env, tmp_path):
+        run_env.scenario({"do": "limit", "resets_at": epoch_in(1)}, {"do": "success"})
+        done = run_env.rewake("run", "--auto-resume", "--name", "env1", "--", "claude", "-p", "go")
+        assert done.returncode == 0, done.stdout + done.stderr
+
+        def resumed() -> bool:
+            attempts = attempts_of(run_env.session("env1"))
+            return [a["status"] for a in attempts] == ["failed", "completed"]
+
+        # The resume is recorded where the mark is: the child reached the sweeper's database.
+        assert wait_until(resumed, 30), (tmp_path / "sweeper.log").read_text()
+    first, resumed_cli = run_env.invocations()
+    assert run_env.session("env1")["mark"]["state"] == "done"
+    env = resumed_cli["env"]
+    assert env["ANTHROPIC_API_KEY"] == "cli-key" and run_env.env["PATH"] in env["PATH"]
+    assert env["REWAKE_MARK_ID"] == str(run_env.session("env1")["mark"]["id"])
+    assert env["REWAKE_ROOT_ID"] == "env1" and "REWAKE_ATTEMPT_KEY" in env
+    for name in [*SECRETS, "REWAKE_DATABASE_URL", "REWAKE_STATE_DIR", "REWAKE_PASS_ENV",
+                 "REWAKE_COMMAND", "REWAKE_EXECUTOR", "PYTHONPATH"]:  # fmt: skip
+        assert name not in env, name
+    assert not any(value in json.dumps(env) for value in SECRETS.values())
+    # Started by hand, the CLI keeps the user's environment, without rewake's settings.
+    assert first["env"]["MACHINE_SECRET"] == "machine-secret-4"
+    rewakes = [name for name in first["env"] if name.startswith("REWAKE_")]
+    assert rewakes == ["REWAKE_SUPERVISED"]

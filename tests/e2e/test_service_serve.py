@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sqlite3
 import subprocess
@@ -128,3 +129,57 @@ def test_json_logs_when_asked(tmp_path: Path) -> None:
     _, log = migrate.communicate(timeout=30)
     events = [json.loads(line)["event"] for line in log.splitlines() if line.startswith("{")]
     assert "schema_current" in events
+
+
+#: A `rewake serve` whose SQLite busy timeout is half a second, so that a locked database is
+#: found locked within the test's time (the real one waits 30 s for the lock first).
+SHORT_BUSY_SERVE = (
+    "import sys, rewake.db.engine as engine; engine.SQLITE_BUSY_TIMEOUT_MS = 500; "
+    "from rewake.cli import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+def _without_root_privilege() -> list[str]:
+    """A prefix that makes root obey file permissions (it bypasses them otherwise)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("running as root without setpriv: a read-only directory is writable")
+    return [setpriv, "--bounding-set", "-dac_override,-dac_read_search", "--"]
+
+
+@pytest.mark.parametrize("case", ["read_only_directory", "locked", "no_directory", "not_sqlite"])
+def test_serve_refuses_an_unusable_database_in_one_line(tmp_path: Path, case: str) -> None:
+    """A SQLite file serve cannot use (a read-only directory, a file another process holds
+    exclusively, a missing directory, a file that is no database) is one error line naming
+    the database and the reason, and exit status 2: no traceback."""
+    database = tmp_path / "rewake.db"
+    holder = None
+    prefix: list[str] = []
+    if case == "read_only_directory":
+        database = tmp_path / "read-only" / "rewake.db"
+        database.parent.mkdir(mode=0o555)
+        prefix = _without_root_privilege()
+    elif case == "locked":
+        holder = sqlite3.connect(database, isolation_level=None)
+        holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+        holder.execute("BEGIN EXCLUSIVE")
+    elif case == "no_directory":
+        database = tmp_path / "missing" / "rewake.db"
+    else:
+        database.write_text("not a database\n")
+    env = {key: value for key, value in os.environ.items() if not key.startswith("REWAKE_")}
+    env |= {"PYTHONPATH": str(ROOT), "REWAKE_DATABASE_URL": f"sqlite:///{database}"}
+    try:
+        serve = subprocess.run(
+            [*prefix, sys.executable, "-c", SHORT_BUSY_SERVE, "serve", "--port", str(free_port())],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+    finally:
+        if holder is not None:
+            holder.close()
+    assert serve.returncode == 2, serve.stderr
+    assert "Traceback" not in serve.stderr
+    [line] = [line for line in serve.stderr.splitlines() if "database_unusable" in line]
+    assert str(database) in line and "reason=" in line

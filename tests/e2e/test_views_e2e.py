@@ -4,13 +4,22 @@ after a hook report, their refusals in words, and their exit statuses."""
 from __future__ import annotations
 
 import json
+import re
+import sqlite3
 import subprocess
 import sys
+import threading
 import time
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
-from sweeper_support import REPO, rewake_env
+from conftest import migrate
+from sweeper_support import REPO, arm, rewake_env
+
+from rewake.db.engine import Database
 
 SID = "7d0c5b1e-2a3f-4e6d-9c8b-1a2b3c4d5e6f"
 ROOT = f"claude-{SID}"
@@ -188,3 +197,113 @@ def test_doctor_as_a_process_checks_fake_clis_on_path(tmp_path: Path) -> None:
     broken = rewake(env, "doctor")
     assert broken.returncode == 1
     assert "missing flag --session-id (not in `claude --help`)" in broken.stdout
+
+
+@pytest.mark.parametrize("command", [("ls",), ("show", ROOT), ("ls", "--json")])
+def test_reads_do_not_wait_behind_a_writer(env: dict[str, str], command: tuple[str, ...]) -> None:
+    """`rewake ls` and `show` answer at once while another process holds the database's write
+    lock: opening the store for a read takes no write lock (it waited out the busy timeout)."""
+    path = env["REWAKE_DATABASE_URL"].removeprefix("sqlite:///")
+    writer = sqlite3.connect(path, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        started = time.monotonic()
+        answer = subprocess.run(
+            [sys.executable, "-m", "rewake", *command], capture_output=True, text=True,
+            env={**env, "COLUMNS": "160"}, cwd=str(REPO), timeout=20, check=False,
+        )  # fmt: skip
+        took = time.monotonic() - started
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert answer.returncode == 0, answer.stderr
+    assert ROOT in answer.stdout
+    assert took < 10, took
+
+
+#: What a reporter or a webhook host could send to take over the user's terminal: an OSC 52
+#: clipboard write, an OSC 0 window title, an OSC 8 link, a CSI clear screen (7-bit and as the
+#: 8-bit C1 codes U+009B and U+009D), a carriage return that paints over the line, and Rich
+#: markup that would become a link.
+HOSTILE = (
+    "\x1b]52;c;cm0gLXJmIH4=\x07\x1b]0;owned\x07\x1b]8;;http://evil.example\x1b\\click\x1b]8;;"
+    "\x1b\\\x1b[2J\x9b2J\x9d0;owned\x9c\rover[link=http://evil.example]x[/link]"
+)
+#: A control character a terminal acts on: C0 but tab and newline, DEL, C1.
+ACTED_ON = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+class _HostileHost(BaseHTTPRequestHandler):
+    """Refuses each resume with a problem code full of escapes (session hostile-code), or a
+    raw answer full of them (any other session)."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return None
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.path.startswith("/hostile-code/"):
+            status, body = 409, json.dumps({"code": HOSTILE[:40], "detail": HOSTILE}).encode()
+        else:
+            status, body = 500, HOSTILE.encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Two sessions whose failure text and zone carry escapes, armed and then refused by a
+    webhook host whose problem code (one) or answer (the other) carries them too."""
+    tmp = tmp_path_factory.mktemp("hostile")
+    url = f"sqlite:///{tmp / 'rewake.db'}"
+    migrate(url)
+    database = Database(url)
+    now = datetime.now(UTC)
+    reset = int(now.timestamp()) + 2
+    for root in ("hostile-code", "hostile-answer"):
+        arm(database, root, message=f"{HOSTILE}\nClaude AI usage limit reached|{reset}",
+            observed_at=now, now=now, zone=HOSTILE[:64], delay_s=0)  # fmt: skip
+    database.dispose()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _HostileHost)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    env = rewake_env(
+        url, state_dir=tmp / "state", executor="webhook", webhook_secret="s" * 24,
+        webhook_url=f"http://127.0.0.1:{server.server_port}/{{root_id}}/resume",
+    )  # fmt: skip
+    try:
+        time.sleep(max(0.0, reset - time.time()) + 0.2)
+        swept = rewake(env, "sweep", "--once")
+        assert swept.returncode == 0, swept.stderr
+    finally:
+        server.shutdown()
+        server.server_close()
+    return env
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("ls",), ("show", "hostile-code"), ("show", "hostile-answer"), ("ls", "--json"),
+     ("show", "hostile-code", "--json"), ("show", "hostile-answer", "--json")],
+)  # fmt: skip
+def test_no_control_character_reaches_the_terminal(
+    hostile: dict[str, str], command: tuple[str, ...]
+) -> None:
+    """Escapes in a failure's CLI text, its zone, a host's problem code and a host's answer
+    are shown as visible escapes (\\x1b, \\x9b), never written raw, in `ls` and `show`; with
+    --json too (JSON left C1 raw), where they still read back as the same values."""
+    answer = rewake(hostile, *command)
+    assert answer.returncode == 0, answer.stderr
+    raw = ACTED_ON.findall(answer.stdout)
+    assert not raw, (raw, answer.stdout)
+    if "--json" in command:
+        value = json.loads(answer.stdout)
+        sessions = value.get("sessions", [value])
+        assert all(s["mark"]["state"] == "failed" for s in sessions)
+        if command[1:2] == ("hostile-code",):
+            assert value["mark"]["outcome"] == HOSTILE[:40]
+            assert value["runs"][0]["attempts"][0]["failure"]["zone"] == HOSTILE[:64]
+    elif command[0] == "show":
+        assert "\\x1b]52;c;" in answer.stdout  # shown, so it can be read
+        assert "[link=http://evil.example]x[/link]" in answer.stdout  # text, not markup

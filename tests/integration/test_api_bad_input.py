@@ -213,3 +213,40 @@ def test_parse_route_refuses_naive_and_odd_input(http: httpx.Client) -> None:
     assert_problem(naive, 422, "observed_at_naive")
     odd = post_json(http, "/api/parse", {"message": "\x00\ud800", "zone": "Nowhere/At_All"})
     assert odd.status_code == 200
+
+
+@pytest.mark.parametrize("attempt", [True, False, "1", 1.0, "2"])
+@pytest.mark.parametrize("route", ["failures", "attempts", "resolve"])
+def test_attempt_numbers_are_strict_integers(
+    http: httpx.Client, root_id: str, route: str, attempt: Any
+) -> None:
+    """An attempt that is a boolean, a string or a float is 422 invalid_request on every
+    route that takes one, and nothing is stored (true was stored as attempt 1)."""
+    if route == "failures":
+        answer = http.post(runs_url(root_id), json=failure() | {"attempt": attempt})
+    elif route == "attempts":
+        body = {"attempt": attempt, "status": "started"}
+        answer = http.post(runs_url(root_id, what="attempts"), json=body)
+    else:
+        body = {"outcome": "done", "run_id": "r1", "attempt": attempt}
+        answer = http.post(f"/api/agent/runs/{root_id}/auto-resume/resolve", json=body)
+    assert_problem(answer, 422, "invalid_request")
+    assert answer.json()["errors"][0]["loc"][-1] == "attempt"
+    assert_problem(http.get(f"/api/agent/runs/{root_id}"), 404, "session_not_found")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body"),
+    [
+        ("POST", "/api/agent/runs/tombstones/cancel", None),
+        ("POST", runs_url("tombstones"), failure()),
+        ("POST", runs_url("tombstones", what="attempts"), {"attempt": 1, "status": "started"}),
+    ],
+)
+def test_the_reserved_root_id_never_becomes_a_session(
+    http: httpx.Client, method: str, path: str, body: dict[str, Any] | None
+) -> None:
+    """`tombstones` (the tombstone route's word) is refused with 422 invalid_request by every
+    route that can create a session, the cancel route included, and no session is made."""
+    assert_problem(http.request(method, path, json=body), 422, "invalid_request")
+    assert_problem(http.get("/api/agent/runs/tombstones"), 404, "session_not_found")

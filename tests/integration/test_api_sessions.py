@@ -36,6 +36,19 @@ def test_attempt_started_moves_the_run_on_and_clears_the_mark(
     assert arm(http, root_id).json()["code"] == "not_paused_on_provider_limit"
 
 
+def _listed(http: httpx.Client, root_id: str, **query: str) -> dict[str, object]:
+    """`root_id`'s entry in the session list, paging through it (other tests' sessions share
+    the database and the clock)."""
+    offset: int | None = 0
+    while offset is not None:
+        page = http.get("/api/agent/runs", params={**query, "offset": offset}).json()
+        for entry in page["sessions"]:
+            if entry["root_id"] == root_id:
+                return dict(entry)
+        offset = page["next_offset"]
+    raise AssertionError(f"{root_id} is not listed")
+
+
 def test_a_resumed_session_no_longer_says_paused(http: httpx.Client, root_id: str) -> None:
     """Limit on attempt 1, then attempt 2 started and completed: the session's current point is
     attempt 2, the session and the list carry no current failure, and it is finished."""
@@ -44,8 +57,7 @@ def test_a_resumed_session_no_longer_says_paused(http: httpx.Client, root_id: st
     session = http.get(session_url(root_id)).json()
     assert session["state"] == "finished"
     assert session["current"] == {"run_id": "r1", "attempt": 2}
-    listing = http.get("/api/agent/runs").json()["sessions"]
-    [listed] = [s for s in listing if s["root_id"] == root_id]
+    listed = _listed(http, root_id, state="finished")
     assert (listed["state"], listed["failure"]) == ("finished", None)
     [run] = session["runs"]
     failed = [a["attempt"] for a in run["attempts"] if a["failure"] is not None]

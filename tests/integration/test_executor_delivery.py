@@ -173,10 +173,77 @@ def test_command_exit_status_decides(tmp_path: Path) -> None:
     executor = CommandExecutor(
         [sys.executable, str(script), str(tmp_path / "o.json")],
         grace_s=10,
-        env={"EXIT_WITH": "3", "PATH": "/usr/bin:/bin"},
+        env={"EXIT_WITH": "3", "PATH": "/usr/bin:/bin", "REWAKE_PASS_ENV": "EXIT_WITH"},
     )
     outcome = executor.deliver(delivery())
     assert (outcome.state, outcome.code) == ("failed", "exit_3")
+
+
+#: The environment of a sweeper as an operator sets it up: the service's secrets, another
+#: secret of the machine, and what a coding CLI needs.
+SWEEPER_ENV = {
+    "REWAKE_API_TOKENS": "alice:token-secret-1,bob:token-secret-2",
+    "REWAKE_WEBHOOK_SECRET": "webhook-secret-3",
+    "REWAKE_NOTIFY_URL": "https://ops:notify-secret-4@notify.example/hook",
+    "REWAKE_WEBHOOK_URL": "https://host.example/resume?token=webhook-url-secret-5",
+    "REWAKE_WEBHOOK_LOOKUP_URL": "https://host.example/lookup?token=lookup-secret-6",
+    "REWAKE_DATABASE_URL": "postgresql://rewake:database-secret-7@db/rewake",
+    "REWAKE_STATE_DIR": "/var/lib/rewake/state",
+    "REWAKE_RESUME_DELAY_S": "45",
+    "REWAKE_COMMAND": '["rewake", "run", "--resume-of", "{mark_id}"]',
+    "REWAKE_PASS_ENV": "EXTRA_FOR_THE_CLI,TEAM_*",
+    "AWS_SECRET_ACCESS_KEY": "machine-secret-8",
+    "PGPASSWORD": "machine-secret-9",
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "HOME": "/home/agent",
+    "USER": "agent",
+    "LANG": "C.UTF-8",
+    "LC_TIME": "de_DE.UTF-8",
+    "TZ": "Europe/Berlin",
+    "TERM": "xterm-256color",
+    "XDG_CONFIG_HOME": "/home/agent/.config",
+    "HTTPS_PROXY": "http://proxy.example:3128",
+    "ANTHROPIC_API_KEY": "cli-key-1",
+    "OPENAI_API_KEY": "cli-key-2",
+    "CODEX_HOME": "/home/agent/.codex",
+    "GEMINI_API_KEY": "cli-key-3",
+    "GOOGLE_CLOUD_PROJECT": "project",
+    "CLAUDE_CONFIG_DIR": "/home/agent/.claude",
+    "EXTRA_FOR_THE_CLI": "1",
+    "TEAM_SETTING": "2",
+}
+#: What the command's program may see of it (rewake run --resume-of records the resume with
+#: the store's names; the ids are set for the resume).
+COMMAND_SEES = {
+    "PATH", "HOME", "USER", "LANG", "LC_TIME", "TZ", "TERM", "XDG_CONFIG_HOME", "HTTPS_PROXY",
+    "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "CODEX_HOME", "GEMINI_API_KEY", "GOOGLE_CLOUD_PROJECT",
+    "CLAUDE_CONFIG_DIR", "EXTRA_FOR_THE_CLI", "TEAM_SETTING", "REWAKE_PASS_ENV",
+    "REWAKE_DATABASE_URL", "REWAKE_STATE_DIR", "REWAKE_RESUME_DELAY_S",
+    "REWAKE_ATTEMPT_KEY", "REWAKE_MARK_ID", "REWAKE_ROOT_ID", "REWAKE_RUN_ID",
+    "REWAKE_EXPECTED_ATTEMPT", "REWAKE_NOTE",
+}  # fmt: skip
+
+DUMP_ENV = "import json, os, sys; json.dump(dict(os.environ), open(sys.argv[1], 'w'))"
+
+
+def test_the_command_gets_an_allowlisted_environment_without_service_secrets(
+    tmp_path: Path,
+) -> None:
+    """The spawned program sees what a coding CLI needs, the names REWAKE_PASS_ENV adds, the
+    resume's ids and the store names `rewake run --resume-of` records with; never the API
+    tokens, the webhook secret, the notify or webhook URLs, nor any other variable."""
+    out = tmp_path / "env.json"
+    executor = CommandExecutor(
+        [sys.executable, "-c", DUMP_ENV, str(out)], grace_s=10, env=SWEEPER_ENV
+    )
+    outcome = executor.deliver(delivery())
+    assert (outcome.state, outcome.code) == ("done", "exit_0")
+    seen = json.loads(out.read_text())
+    seen.pop("LC_CTYPE", None)  # Python's own locale coercion may add it
+    assert set(seen) == COMMAND_SEES
+    assert seen["REWAKE_ATTEMPT_KEY"] == "k1-1" and seen["REWAKE_ROOT_ID"] == "root-1"
+    leaked = [v for k, v in SWEEPER_ENV.items() if k not in COMMAND_SEES and v in out.read_text()]
+    assert not leaked
 
 
 def test_command_still_running_is_done(tmp_path: Path) -> None:

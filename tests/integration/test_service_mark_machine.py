@@ -471,10 +471,16 @@ def test_mark_lifecycle_matches_the_model(db_url: str) -> None:
     reached: Counter[str] = Counter()
     run_state_machine_as_test(
         build_machine(database, reached),
+        # Derandomized: the same sequences every run, so that the coverage asserted below is
+        # a property of the test, not of one run's luck (a random run now and then drew few
+        # sweeps); the sequences still cover every rule, and a change in the model's rules
+        # changes which ones are drawn.
         settings=settings(
             max_examples=40,
             stateful_step_count=30,
             deadline=None,
+            derandomize=True,
+            database=None,
             suppress_health_check=[HealthCheck.too_slow],
         ),
     )

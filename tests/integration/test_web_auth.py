@@ -195,3 +195,46 @@ def test_without_tokens_another_machine_gets_a_page_that_says_why(open_site: Api
     assert answer.status_code == 403
     assert answer.headers["content-type"].startswith("text/html")
     assert "only this machine may call the API" in answer.text
+
+
+def _another_port(url: str) -> str:
+    host, _, port = url.rpartition(":")
+    return f"{host}:{int(port) % 65535 + 1}"
+
+
+@pytest.mark.parametrize(
+    "foreign",
+    [
+        {"Origin": "http://evil.example"},
+        {"Origin": "null"},
+        {"Origin": "ANOTHER_PORT"},
+        {"Origin": "http://localhost:8600.evil.example"},
+        {"Sec-Fetch-Site": "same-site"},
+        {"Origin": "http://evil.example", "Sec-Fetch-Site": "same-origin"},
+    ],
+)
+def test_without_tokens_a_write_from_another_origin_is_refused(
+    browser: Browsers, open_site: Api, root_id: str, foreign: dict[str, str]
+) -> None:
+    """With no token, a write whose Origin is not the server's own loopback origin is refused
+    (403 loopback_only) even when the browser sends no Sec-Fetch-Site, and so is a same-site
+    one (another port on 127.0.0.1); the session is untouched."""
+    paused(open_site, root_id)
+    headers = {k: _another_port(open_site.url) if v == "ANOTHER_PORT" else v
+               for k, v in foreign.items()}  # fmt: skip
+    client = browser(open_site, None)
+    refused = client.post(f"/api/agent/runs/{root_id}/cancel", headers=headers)
+    assert (refused.status_code, refused.json()["code"]) == (403, "loopback_only")
+    assert client.get(f"/api/agent/runs/{root_id}").json()["state"] == "paused"
+
+
+@pytest.mark.parametrize("own", ["ORIGIN", "NONE"])
+def test_without_tokens_a_write_from_the_servers_own_origin_is_served(
+    browser: Browsers, open_site: Api, root_id: str, own: str
+) -> None:
+    """The page's own writes (Origin equal to the server's, same-origin) and clients that send
+    no Origin at all (curl, rewake run) still act."""
+    paused(open_site, root_id)
+    headers = {"Origin": open_site.url, "Sec-Fetch-Site": "same-origin"} if own == "ORIGIN" else {}
+    answer = browser(open_site, None).post(f"/api/agent/runs/{root_id}/cancel", headers=headers)
+    assert answer.status_code == 200, answer.text

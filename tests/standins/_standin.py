@@ -9,10 +9,11 @@ Driven by environment variables the test sets:
   true, Claude loses the conversation after a limit (its transcript is gone at the resume).
   With "grandchild": true, a hanging Claude first starts a child in its process group that
   ignores SIGINT (as an MCP server or a background shell may), its pid in STANDIN_PIDFILE.gc.
-  With "slow_start": seconds, Claude waits that long before it looks at the session.
+  With "slow_start": seconds, Claude waits that long before it looks at the session. "says":
+  the text of Claude's first assistant message; "stderr": a line written to stderr before it.
 - STANDIN_STATE: a directory for the sessions each CLI knows (Claude's ids, Codex's threads,
   Gemini's per-directory sessions), so resuming an unknown one fails as the real CLI does.
-- STANDIN_LOG: each invocation's argv and cwd are appended here as a JSON line.
+- STANDIN_LOG: each invocation's argv, cwd and environment are appended here as a JSON line.
 
 Facts reproduced: `claude -p --output-format stream-json` without --verbose is an error; a
 --session-id that already has a transcript is "already in use"; `claude --resume` may report a
@@ -75,7 +76,7 @@ def log_invocation(cli: str, outcome: dict[str, Any]) -> None:
     if path:
         line = {
             "cli": cli, "argv": sys.argv[1:], "cwd": str(Path.cwd()), "do": outcome.get("do"),
-            "at": time.time(), "pid": os.getpid(),
+            "at": time.time(), "pid": os.getpid(), "env": dict(os.environ),
         }  # fmt: skip
         with Path(path).open("a") as out:
             out.write(json.dumps(line) + "\n")
@@ -217,7 +218,10 @@ def claude(argv: list[str]) -> None:
         raise SystemExit(1)
     if do == "crash":
         fail("TypeError: Cannot read properties of undefined (reading 'map')")
-    emit(said("Looking at the failing tests…"))
+    if "stderr" in outcome:
+        sys.stderr.write(outcome["stderr"] + "\n")
+        sys.stderr.flush()
+    emit(said(outcome.get("says", "Looking at the failing tests…")))
     emit(
         {
             "type": "assistant",

@@ -44,6 +44,18 @@ def test_malformed_tokens_are_refused(value: str) -> None:
         Settings(api_tokens=value)
 
 
+@pytest.mark.parametrize(
+    "value", ["REWAKE_API_TOKENS", "REWAKE_*", "rewake_webhook_secret", "AWS_*,REWAKE_TOKEN",
+              "has space", "A-B", "*", "X**"],
+)  # fmt: skip
+def test_pass_env_never_names_a_rewake_setting(value: str) -> None:
+    """REWAKE_PASS_ENV takes variable names (NAME* for a prefix), never one of rewake's own
+    settings: the service refuses to start with one, so no secret is passed on by mistake."""
+    with pytest.raises(ValidationError):
+        Settings(pass_env=value)
+    assert Settings(pass_env=" AWS_* , GH_TOKEN,").pass_env == " AWS_* , GH_TOKEN,"
+
+
 def test_unknown_display_zone_is_refused() -> None:
     """REWAKE_DISPLAY_ZONE must be an IANA zone."""
     with pytest.raises(ValidationError):

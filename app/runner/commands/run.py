@@ -28,6 +28,7 @@ from typing import Any
 from rewake.executors.base import DEFAULT_PROMPT
 from rewake.exits import Exit
 from rewake.instants import instant
+from rewake.printable import printable
 from rewake.reports.banners import describe_wait
 from rewake.reports.session_json import JSON, current_failure
 from rewake.runner.local import records
@@ -45,6 +46,7 @@ from rewake.runner.process.attempts import MANUAL_PROMPT, Options, Runner, Step
 from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_refusal
 from rewake.runner.process.supervise import ProgramNotFound
 from rewake.runner.process.waiting import local_clock
+from rewake.spawn_env import agent_environment, without_rewake_settings
 
 
 def register(subparsers: Any) -> None:
@@ -90,7 +92,10 @@ def _args_after_dashes(args: list[str]) -> list[str]:
 
 
 def cli_version(program: str, env: dict[str, str] | None = None) -> str | None:
-    """`<cli> --version`'s first line, or None."""
+    """`<cli> --version`'s first line, or None. The CLI sees `env` (default: this process's
+    environment without rewake's settings), as the attempt will."""
+    if env is None:
+        env = without_rewake_settings(os.environ)
     try:
         done = subprocess.run(  # noqa: S603  (the user's CLI, no shell)
             [program, "--version"], capture_output=True, text=True, timeout=15, env=env,
@@ -112,10 +117,10 @@ def run_command(args: argparse.Namespace) -> int:
     try:
         return _dispatch(args)
     except (SessionBusy, RecordError, ProgramNotFound, UsageError) as error:
-        print(f"rewake run: {error}", file=sys.stderr)
+        print(printable(f"rewake run: {error}"), file=sys.stderr)
         return next(code for kind, code in exits if isinstance(error, kind))
     except StoreError as error:
-        print(f"rewake run: {error.detail} ({error.code})", file=sys.stderr)
+        print(printable(f"rewake run: {error.detail} ({error.code})"), file=sys.stderr)
         return Exit.USAGE
     except KeyboardInterrupt:
         # Outside an attempt and its wait (those handle Ctrl-C themselves): nothing ran yet.
@@ -140,12 +145,14 @@ def _runner(
     *,
     auto_resume: bool,
     wait: bool,
+    env: dict[str, str] | None = None,
 ) -> Runner:
-
+    """The Runner; `env` is what the CLI sees (None: this process's, without rewake's settings)."""
     prompt = os.environ.get("REWAKE_RESUME_PROMPT") or DEFAULT_PROMPT
     options = Options(
-        auto_resume=auto_resume, wait=wait, zone=host_zone(), resume_prompt=prompt, lock=lock
-    )
+        auto_resume=auto_resume, wait=wait, zone=host_zone(), resume_prompt=prompt, lock=lock,
+        env=env,
+    )  # fmt: skip
     return Runner(store, record, provider, options, out=sys.stdout, err=sys.stderr)
 
 
@@ -170,8 +177,8 @@ def _open_checked_store() -> Store:
         if store is not None:
             store.close()
         where = os.environ.get("REWAKE_URL") or "the local database"
-        print(f"rewake run: the store at {where} does not answer ({error.code}: "
-              f"{error.detail}); nothing was started", file=sys.stderr)  # fmt: skip
+        print(printable(f"rewake run: the store at {where} does not answer ({error.code}: "
+                        f"{error.detail}); nothing was started"), file=sys.stderr)  # fmt: skip
         raise _StoreDown from error
     return store
 
@@ -191,10 +198,10 @@ def _with_store(work: Callable[[Store], int]) -> int:
         store.close()
 
 
-def _refresh_version(record: RunRecord) -> None:
+def _refresh_version(record: RunRecord, env: dict[str, str] | None = None) -> None:
     """The CLI may have been upgraded since the first run: the version that runs now."""
     program = str(record.extra.get("program") or record.provider)
-    record.cli_version = cli_version(program) or record.cli_version
+    record.cli_version = cli_version(program, env) or record.cli_version
 
 
 def _first_run(args: argparse.Namespace, rest: list[str]) -> int:
@@ -269,14 +276,15 @@ def _resume(args: argparse.Namespace, rest: list[str]) -> int:
         session = store.get_session(name)
         refusal = manual_resume_refusal(store.get_mark(name), session)
         if refusal is not None and not args.force:
-            print(f"rewake run: not resuming {name}: {refusal} (--force resumes anyway)",
-                  file=sys.stderr)  # fmt: skip
+            print(printable(f"rewake run: not resuming {name}: {refusal} (--force resumes "
+                            "anyway)"), file=sys.stderr)  # fmt: skip
             return Exit.REFUSED
         if refusal is not None:
-            print(f"rewake run: resuming {name} anyway (--force): {refusal}", file=sys.stderr)
+            print(printable(f"rewake run: resuming {name} anyway (--force): {refusal}"),
+                  file=sys.stderr)  # fmt: skip
         early = _before_the_reset(session, datetime.now(UTC))
         if early is not None:
-            print(f"rewake run: note: {early}", file=sys.stderr)
+            print(printable(f"rewake run: note: {early}"), file=sys.stderr)
         store.manual_resume(record.root_id, record.run_id)
         return _run_resume(store, record, lock, rest, auto=auto, wait=True,
                            fresh_allowed=args.fresh_if_missing)  # fmt: skip
@@ -314,21 +322,26 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
               f"attempt {record.attempt}: not resuming twice", file=sys.stderr)  # fmt: skip
         return Exit.SUPERSEDED
 
+    # This process was started by a sweeper, with the service's environment: the CLI gets the
+    # agent's allowlist only, never the store's names this process itself needed.
+    env = agent_environment(os.environ)
+
     def work(store: Store) -> int:
         return _run_resume(store, record, lock, rest, auto=bool(record.extra.get("auto_resume")),
-                           wait=False, fresh_allowed=record.fresh_if_missing)  # fmt: skip
+                           wait=False, fresh_allowed=record.fresh_if_missing,
+                           env=env)  # fmt: skip
 
     return _with_store(work)
 
 
 def _run_resume(
     store: Store, record: RunRecord, lock: SessionLock, rest: list[str], *, auto: bool, wait: bool,
-    fresh_allowed: bool,
+    fresh_allowed: bool, env: dict[str, str] | None = None,
 ) -> int:  # fmt: skip
     """The provider's resume form under supervision, as the next attempt of `record`'s run."""
 
-    _refresh_version(record)
+    _refresh_version(record, env)
     runner = _runner(store, record, provider_named(record.provider), lock, auto_resume=auto,
-                     wait=wait)  # fmt: skip
+                     wait=wait, env=env)  # fmt: skip
     prompt = " ".join(rest) or _manual_prompt()
     return int(runner.run(runner.resume_step(prompt, fresh_allowed=fresh_allowed)))

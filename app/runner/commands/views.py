@@ -17,7 +17,6 @@ is 2, blocking a prompt typed while rewake resumes that conversation headless):
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading
@@ -30,6 +29,7 @@ from rich.console import Console
 from sqlalchemy.exc import SQLAlchemyError
 
 from rewake.exits import Exit
+from rewake.printable import json_printable, printable
 from rewake.runner.hook import claude as hook
 from rewake.runner.hook.payload import MAX_STDIN_BYTES
 from rewake.runner.local import records, views
@@ -117,10 +117,11 @@ def _store_failure(command: str, error: Exception) -> int:
     """One line for a store that refused or failed; the exit status that says which."""
 
     if not isinstance(error, StoreError):
-        print(f"rewake {command}: the store failed: {type(error).__name__}: {error}",
+        print(printable(f"rewake {command}: the store failed: {type(error).__name__}: {error}"),
               file=sys.stderr)  # fmt: skip
         return Exit.STORE
-    print(f"rewake {command}: {error.code}: {error.detail}", file=sys.stderr)
+    # A service's answer: its words are shown, never obeyed by the terminal.
+    print(printable(f"rewake {command}: {error.code}: {error.detail}"), file=sys.stderr)
     if error.code in NOT_FOUND_CODES:
         return Exit.NOT_FOUND
     if error.code == "invalid_request":
@@ -166,8 +167,8 @@ def run_ls(args: argparse.Namespace) -> int:
                 mark = None  # deleted between the two calls
             sessions.append({**summary, "mark": mark})
         if args.json:
-            print(json.dumps({"sessions": sessions, "next_offset": listing.get("next_offset")},
-                             indent=2, ensure_ascii=False))  # fmt: skip
+            listed = {"sessions": sessions, "next_offset": listing.get("next_offset")}
+            print(json_printable(listed, indent=2))
             return Exit.OK
         if not sessions:
             print("no sessions" + (f" ({_words(filters)})" if filters else ""))
@@ -192,7 +193,7 @@ def run_show(args: argparse.Namespace) -> int:
     def work(store: Store) -> int:
         session = store.get_session(args.name)
         if args.json:
-            print(json.dumps(session, indent=2, ensure_ascii=False))
+            print(json_printable(session, indent=2))
         else:
             Console(highlight=False).print(views.show_view(session, now, zone))
         return Exit.OK
@@ -215,16 +216,17 @@ def run_auto_resume(args: argparse.Namespace) -> int:
             if error.status != 409:
                 raise
             words = views.refusal_words(error.code, error.detail)
-            print(f"rewake auto-resume: refused ({error.code}): {words}", file=sys.stderr)
+            print(printable(f"rewake auto-resume: refused ({error.code}): {words}"),
+                  file=sys.stderr)  # fmt: skip
             return Exit.REFUSED
         asked = args.fresh_if_missing or not enabled
         if asked and (said := _set_fresh_if_missing(args.name, enabled)) is not None:
-            print(said)
+            print(printable(said))
         if args.json:
-            print(json.dumps(mark, indent=2, ensure_ascii=False))
+            print(json_printable(mark, indent=2))
         else:
             for line in views.mark_lines(mark, args.name, now, zone):
-                print(line)
+                print(printable(line))
         return Exit.OK
 
     return _with_store("auto-resume", now, work)
@@ -236,7 +238,7 @@ def _invalid_name(command: str, name: str) -> int | None:
     try:
         check_id(name, "NAME")
     except StoreError as error:
-        print(f"rewake {command}: {error.code}: {error.detail}", file=sys.stderr)
+        print(printable(f"rewake {command}: {error.code}: {error.detail}"), file=sys.stderr)
         return Exit.USAGE
     return None
 
@@ -264,7 +266,7 @@ def _set_fresh_if_missing(root_id: str, enabled: bool) -> str | None:
 def run_doctor_command(args: argparse.Namespace) -> int:
     lines, status = run_doctor(os.environ, datetime.now(UTC))
     for line in lines:
-        print(line)
+        print(printable(line))  # a CLI's --version output among them
     return status
 
 
@@ -321,6 +323,7 @@ def _say(lines: list[str], now: datetime) -> None:
     if not lines:
         return
     stamp = now.isoformat(timespec="seconds")
+    lines = [printable(line) for line in lines]  # the store's words, a transcript's text
     for line in lines:
         print(f"rewake hook: {line}", file=sys.stderr)
     try:

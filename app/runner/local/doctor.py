@@ -27,6 +27,7 @@ from rewake.marks.repository import latest_heartbeat
 from rewake.runner.local.hostzone import host_zone
 from rewake.runner.local.records import state_dir
 from rewake.runner.local.store import StoreError, database_url, local_settings, token_parts
+from rewake.spawn_env import without_rewake_settings
 
 #: How long one `--help` or `--version` may take (a CLI may check for updates first).
 PROBE_TIMEOUT_S = 15.0
@@ -92,7 +93,8 @@ def _probe(argv: Sequence[str], env: Mapping[str, str]) -> tuple[str | None, str
     try:
         done = subprocess.run(  # noqa: S603  (a fixed argv; no shell)
             list(argv), capture_output=True, text=True, errors="replace", stdin=subprocess.DEVNULL,
-            timeout=PROBE_TIMEOUT_S, env={**env, "NO_COLOR": "1"}, check=False,
+            timeout=PROBE_TIMEOUT_S, env={**without_rewake_settings(env), "NO_COLOR": "1"},
+            check=False,
         )  # fmt: skip
     except subprocess.TimeoutExpired:
         return None, f"`{' '.join(argv)}` did not answer within {PROBE_TIMEOUT_S:g} s"

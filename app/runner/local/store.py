@@ -27,7 +27,7 @@ from sqlalchemy.exc import ArgumentError
 
 from rewake.context import Context
 from rewake.db.engine import Database
-from rewake.db.migrations import upgrade
+from rewake.db.migrations import ensure_current
 from rewake.errors import DomainError
 from rewake.ids import ID_HELP, ID_RE
 from rewake.marks import service as marks
@@ -248,7 +248,8 @@ class LocalStore:
             raise StoreError("invalid_configuration", f"{_redacted(url)}: {error}") from error
         if migrate:
             try:
-                upgrade(self.database.engine)
+                # Only a schema that is behind takes the write lock: reads never wait for it.
+                ensure_current(self.database.engine)
             except Exception as error:
                 self.database.dispose()
                 if (unavailable := _unavailable(url, error)) is None:

@@ -4,6 +4,10 @@ Pure functions of the store's JSON (the API's bodies), the instant `now` and the
 shown in: the command reads the clock once and passes it down, so a test pins every countdown.
 Times are recomputed here rather than taken from the stored banner, whose countdown was written
 against the store's clock and zone.
+
+Everything here may quote a CLI's text, a host's report or a webhook host's answer: every line
+and table cell becomes a `Text` through `cell`, which neutralizes control characters
+(`rewake.printable`) and never reads Rich markup (a `[link=...]` in a report stays text).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rewake.instants import instant
+from rewake.printable import printable
 from rewake.reports.banners import banner_for, describe_wait, format_local
 from rewake.reports.refusal_words import REFUSAL_REASONS
 from rewake.reports.session_json import current_failure
@@ -37,6 +42,11 @@ REFUSALS: dict[str, str] = {
         f"{REFUSAL_REASONS['native_auto_continue']}; add --despite-native to arm anyway"
     ),
 }
+
+
+def cell(value: Any) -> Text:
+    """A line or table cell: control characters shown as escapes, markup never read."""
+    return Text(printable(value))
 
 
 def when(value: Any, now: datetime, zone: tzinfo | None) -> str:
@@ -127,8 +137,9 @@ def ls_table(rows: Iterable[LsRow]) -> Table:
         table.add_column(title, overflow="fold")
     for row in rows:
         table.add_row(
-            row.name, row.provider, row.state, row.banner, row.reset, row.resume_due, row.mark
-        )
+            *map(cell, (row.name, row.provider, row.state, row.banner, row.reset,
+                        row.resume_due, row.mark))
+        )  # fmt: skip
     return table
 
 
@@ -152,7 +163,7 @@ def ls_lines(rows: Iterable[LsRow]) -> list[str]:
 def ls_renderable(rows: list[LsRow], width: int) -> RenderableType:
     if width >= TABLE_MIN_WIDTH:
         return ls_table(rows)
-    return Group(*(Text(line) for line in ls_lines(rows)))
+    return Group(*(cell(line) for line in ls_lines(rows)))
 
 
 # -- rewake show ---------------------------------------------------------------------------
@@ -226,12 +237,12 @@ def attempts_table(session: JSON, now: datetime, zone: tzinfo | None) -> Table:
             failure = attempt.get("failure") or {}
             ended = attempt.get("failed_at") or attempt.get("completed_at")
             table.add_row(
-                str(run.get("run_id")),
-                str(attempt.get("attempt")),
-                str(attempt.get("status")),
-                at(attempt.get("started_at"), now, zone),
-                at(ended, now, zone),
-                str(failure.get("failure_kind") or DASH),
+                cell(run.get("run_id")),
+                cell(attempt.get("attempt")),
+                cell(attempt.get("status")),
+                cell(at(attempt.get("started_at"), now, zone)),
+                cell(at(ended, now, zone)),
+                cell(failure.get("failure_kind") or DASH),
             )
     return table
 
@@ -264,12 +275,12 @@ def timeline_table(session: JSON, now: datetime, zone: tzinfo | None) -> Table:
     for entry in session.get("timeline") or []:
         detail = entry.get("detail")
         table.add_row(
-            at(entry.get("at"), now, zone),
-            str(entry.get("event")),
-            str(entry.get("actor") or DASH),
-            str(entry.get("run_id") or DASH),
-            str(entry.get("attempt") if entry.get("attempt") is not None else DASH),
-            _detail(detail),
+            cell(at(entry.get("at"), now, zone)),
+            cell(entry.get("event")),
+            cell(entry.get("actor") or DASH),
+            cell(entry.get("run_id") or DASH),
+            cell(entry.get("attempt") if entry.get("attempt") is not None else DASH),
+            cell(_detail(detail)),
         )
     return table
 
@@ -316,12 +327,12 @@ def show_view(session: JSON, now: datetime, zone: tzinfo | None) -> RenderableTy
         for attempt in run.get("attempts") or []
         if isinstance(attempt.get("failure"), dict)
     ]
-    parts: list[RenderableType] = [Text(line) for line in summary_lines(session, now, zone)]
-    parts += [Text(line) for line in mark_lines(session.get("mark"), root_id, now, zone)]
+    parts: list[RenderableType] = [cell(line) for line in summary_lines(session, now, zone)]
+    parts += [cell(line) for line in mark_lines(session.get("mark"), root_id, now, zone)]
     parts += [Text(""), Text("Attempts", style="bold"), attempts_table(session, now, zone)]
     if failures:
         parts += [Text(""), Text("Failures", style="bold")]
         for failure in failures:
-            parts += [Text(line) for line in failure_lines(failure, now, zone)]
+            parts += [cell(line) for line in failure_lines(failure, now, zone)]
     parts += [Text(""), Text("Timeline", style="bold"), timeline_table(session, now, zone)]
     return Group(*parts)

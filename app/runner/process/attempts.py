@@ -25,6 +25,7 @@ from typing import IO, Any
 from rewake.exits import Exit
 from rewake.instants import parse_instant
 from rewake.parsers.verdict import Verdict
+from rewake.printable import printable
 from rewake.runner.local import records
 from rewake.runner.local.providers import Provider, valid_cli_id
 from rewake.runner.local.records import RunRecord
@@ -121,7 +122,8 @@ class Runner:
     def _say(self, text: str, *, error: bool = False) -> None:
         stream = self.err if error else self.out
         try:
-            stream.write(text + "\n")
+            # Banners, refusals and marks quote the store, which quotes hosts and CLIs.
+            stream.write(printable(text, newlines=True) + "\n")
             stream.flush()
         except OSError:
             pass  # the terminal hung up: the record and the log still say what happened

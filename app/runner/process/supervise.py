@@ -30,9 +30,11 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+from rewake.printable import printable
 from rewake.runner.local import records
 from rewake.runner.local.providers import Event, Provider
 from rewake.runner.process.narrate import Narrator
+from rewake.spawn_env import without_rewake_settings
 
 #: Characters of non-event output kept for the failure report (its end: the banner is there).
 TAIL_CHARS = 64 * 1024
@@ -236,7 +238,12 @@ def supervise(
     out = out or sys.stdout
     err = err or sys.stderr
     log.parent.mkdir(parents=True, exist_ok=True)
-    child_env = {**(os.environ if env is None else env), records.SUPERVISED_ENV: "1"}
+    # Whatever the caller passes, no rewake setting reaches the CLI (a resume's caller passes
+    # the agent's allowlist already: rewake.spawn_env).
+    child_env = {
+        **without_rewake_settings(os.environ if env is None else env),
+        records.SUPERVISED_ENV: "1",
+    }
     if stop.requested:
         # The stop came while the attempt was being prepared (the record, the log header, the
         # `started` write, which can take long on a busy store): there is no group to signal
@@ -330,11 +337,13 @@ def _follow(
                 tail_chars += len(line) + 1
                 while tail_chars > TAIL_CHARS and len(tail) > 1:
                     tail_chars -= len(tail.popleft()) + 1
-                (out if name == "out" else err).write(narrator.plain(line))
+                # The CLI's words, not its (or a prompt-injected model's) terminal controls.
+                shown = printable(narrator.plain(line), newlines=True)
+                (out if name == "out" else err).write(shown)
                 continue
             events.add(event)
             adopt.feed(event)
-            out.write(narrator.feed(event))
+            out.write(printable(narrator.feed(event), newlines=True))
             out.flush()
         while child.poll() is None:
             stop.escalate()

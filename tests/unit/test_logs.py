@@ -1,0 +1,94 @@
+"""How a URL appears in the service's logs: without its password or query values, whatever
+logged it, and otherwise unchanged."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+
+import pytest
+
+from rewake.logs import JsonFormatter, TextFormatter, ThrottleRepeats, redact_text, redact_url
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://user:pw@host:8080/hook?token=abc&x=1#top",
+         "http://user:***@host:8080/hook?token=***&x=***#top"),
+        ("https://only-a-token@host/hook", "https://***@host/hook"),
+        ("postgresql://rewake:pw@db:5432/rewake?sslpassword=s",
+         "postgresql://rewake:***@db:5432/rewake?sslpassword=***"),
+        ("http://[::1]:8700/resumes/{attempt_key}?k", "http://[::1]:8700/resumes/{attempt_key}?k=***"),
+        ("sqlite:////var/lib/rewake/rewake.db", "sqlite:////var/lib/rewake/rewake.db"),
+        ("http://host/plain/path", "http://host/plain/path"),
+        ("http://host:notaport/x?k=v", "***"),
+    ],
+)  # fmt: skip
+def test_a_url_loses_its_password_and_query_values(url: str, shown: str) -> None:
+    """User info keeps its name but not its password (a lone user name may be a token), each
+    query value becomes ***, and a URL with neither is left exactly as it was."""
+    assert redact_url(url) == shown
+
+
+def test_urls_in_free_text_are_redacted() -> None:
+    """An exception's words that quote a URL (httpx: "... for url 'http://u:p@h/x?k=v'") keep
+    everything but the secrets."""
+    text = "Server error '500' for url 'http://u:secret@h:1/n?key=q-secret'\nmore"
+    assert redact_text(text) == "Server error '500' for url 'http://u:***@h:1/n?key=***'\nmore"
+
+
+@pytest.mark.parametrize("formatter", [TextFormatter(), JsonFormatter()])
+def test_every_log_line_is_redacted_whoever_logged_it(formatter: logging.Formatter) -> None:
+    """A library's own message (httpx logs each request's URL) and an event's fields go out
+    redacted, in text and in JSON lines."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(formatter)
+    logger = logging.getLogger("tests.logs.redaction")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        logger.warning("HTTP Request: POST http://u:pw-1@h/x?t=tok-2 \"HTTP/1.1 200 OK\"")
+        logger.warning("event", extra={"rewake_fields": {"url": "https://u:pw-3@h/?a=tok-4"}})
+    finally:
+        logger.removeHandler(handler)
+    out = stream.getvalue()
+    assert not any(secret in out for secret in ("pw-1", "tok-2", "pw-3", "tok-4")), out
+    assert "http://u:***@h/x?t=***" in out
+    if isinstance(formatter, JsonFormatter):
+        assert json.loads(out.splitlines()[1])["url"] == "https://u:***@h/?a=***"
+
+
+def _record(name: str, message: str, level: int = logging.ERROR) -> logging.LogRecord:
+    return logging.LogRecord(name, level, __file__, 1, message, None, None)
+
+
+def test_repeated_library_errors_are_throttled_with_a_count() -> None:
+    """Within the window, one error of a kind (logger, level, first line) from a library goes
+    out; the next one after the window says how many were left out. Lines that differ only
+    after the first line are one kind."""
+    now = [0.0]
+    throttle = ThrottleRepeats(window_s=60, clock=lambda: now[0])
+    first = _record("asyncio", "socket.accept() out of system resource\nsocket: <fd=9>")
+    assert throttle.filter(first)
+    kept = [throttle.filter(_record("asyncio", f"socket.accept() out of system resource\n{n}"))
+            for n in range(500)]  # fmt: skip
+    assert not any(kept)
+    assert throttle.filter(_record("asyncio", "another problem"))
+    assert throttle.filter(_record("uvicorn.error", "socket.accept() out of system resource"))
+    now[0] = 61.0
+    later = _record("asyncio", "socket.accept() out of system resource\nsocket: <fd=9>")
+    assert throttle.filter(later)
+    assert "(500 more like this in the last 60 s were not logged)" in later.getMessage()
+
+
+def test_rewake_events_and_info_lines_are_never_throttled() -> None:
+    """rewake's own events (a resume sent, a notice failed) and INFO lines of anyone all go
+    out, however often."""
+    throttle = ThrottleRepeats(window_s=60, clock=lambda: 0.0)
+    assert all(throttle.filter(_record("rewake.sweeper.notify", "notify_failed", logging.WARNING))
+               for _ in range(10))  # fmt: skip
+    assert all(throttle.filter(_record("uvicorn.error", "Started", logging.INFO))
+               for _ in range(10))  # fmt: skip
