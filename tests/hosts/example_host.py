@@ -10,7 +10,8 @@ the lookup route (`GET /resumes/{key}`, signed over an empty body with the key a
 404 for a key never seen, which also retires it), takes notifications at `POST /notify`, and
 records every call with the instant it arrived.
 
-Run it alone: `python -m tests.hosts.example_host --secret S --port 8700`.
+Run it alone: `python -m tests.hosts.example_host --secret S --port 8700` (`--record FILE`
+appends one JSON line per request; `--refuse ROOT=STATUS:CODE` answers that session so).
 """
 
 from __future__ import annotations
@@ -341,8 +342,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--secret", required=True)
     parser.add_argument("--port", type=int, default=8700)
+    parser.add_argument("--record", type=Path, help="append one JSON line per request here")
+    parser.add_argument(
+        "--refuse", action="append", default=[], metavar="ROOT=STATUS:CODE",
+        help="answer every resume of session ROOT with STATUS and problem CODE",
+    )  # fmt: skip
     args = parser.parse_args()
     with ExampleHost(args.secret, args.port) as host:
+        host.state.record = args.record
+        for rule in args.refuse:
+            root_id, _, answer = rule.partition("=")
+            status, _, code = answer.partition(":")
+            host.state.refuse[root_id] = (int(status), code)
         print(f"example host on {host.url}", flush=True)
         threading.Event().wait()
 
