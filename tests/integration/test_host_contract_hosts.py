@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -20,6 +20,9 @@ import httpx
 import pytest
 from hosts.example_host import ExampleHost
 from standardwebhooks import Webhook
+
+from rewake.executors.base import Delivery
+from rewake.executors.webhook import WebhookExecutor
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "host-contract.md"
 
@@ -225,6 +228,33 @@ def test_lookup_replayed_for_another_key_or_stale_is_refused(host: Host) -> None
     assert lookup(host, "key-victim", timestamp=int(time.time()) - 600).status_code == 401
     assert 200 <= resume(host, "key-victim").post().status_code < 300
     assert host.resumed() == 1
+
+
+def test_docs_verification_accepts_what_rewake_signs_and_nothing_else() -> None:
+    """The verification snippet of docs/host-contract.md accepts a resume as rewake's executor
+    signs it, and refuses it under another id, with a changed body or signed 10 minutes ago."""
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
+    namespace: dict[str, Any] = {}
+    exec(next(b for b in blocks if "def verify(" in b), namespace)  # the docs' own code
+    verify = namespace["verify"]
+    executor = WebhookExecutor("http://127.0.0.1:9/{root_id}/{run_id}", "the REWAKE_WEBHOOK_SECRET")
+    now = datetime.now(UTC)
+    fresh = delivery_at(now)
+    _url, raw, headers = executor.request_parts(fresh)
+    _url, old_raw, old_headers = executor.request_parts(delivery_at(now - timedelta(minutes=10)))
+    executor.close()
+    assert verify(headers, raw)
+    assert not verify({**headers, "webhook-id": "another-key"}, raw)
+    assert not verify(headers, raw.replace(b'"expected_attempt":1', b'"expected_attempt":2'))
+    assert not verify(old_headers, old_raw)
+
+
+def delivery_at(sent_at: datetime) -> Delivery:
+    return Delivery(
+        mark_id=1, root_id="root-1", run_id="run-1", attempt=1, attempt_key="k-1",
+        reset_at=sent_at, resolution_s=0, due_at=sent_at, armed_by="alice", armed_at=sent_at,
+        sent_at=sent_at,
+    )  # fmt: skip
 
 
 def test_rewake_never_sends_force() -> None:
