@@ -19,7 +19,7 @@ from rewake.api.problems import BodyLimit, install_problem_handlers, problem
 from rewake.context import ParseFn
 from rewake.db.engine import Database
 from rewake.errors import DomainError
-from rewake.executors.factory import build_executor
+from rewake.executors.factory import ExecutorConfigError, build_executor
 from rewake.parsers import parse as parse_text
 from rewake.security import browser
 from rewake.security.auth import Auth
@@ -95,15 +95,19 @@ def build_sweeper(
     registry: CollectorRegistry | None = None,
 ) -> Sweeper:
     """A sweeper over `database` as the settings describe it (not started). Raises
-    ExecutorConfigError when the executor cannot work (a webhook without a secret)."""
+    ExecutorConfigError when the executor cannot work (a webhook without a secret) or the
+    notify webhook cannot be signed (a `whsec_` secret that is not base64)."""
+    try:
+        notifier = (
+            Notifier(settings.notify_url, settings.webhook_secret) if settings.notify_url else None
+        )
+    except ValueError as error:
+        raise ExecutorConfigError(str(error)) from error
     executor = build_executor(settings)
     if metrics is None:
         registry = registry or CollectorRegistry()
         register_process_metrics(registry)  # a sweeper of its own process: `rewake sweep`
         metrics = SweeperMetrics(registry)
-    notifier = (
-        Notifier(settings.notify_url, settings.webhook_secret) if settings.notify_url else None
-    )
     return Sweeper(
         database,
         executor,

@@ -1,8 +1,8 @@
 """The webhook executor: POST the resume to the host's resume route, signed, once.
 
 Body `{"message", "note", "expected_attempt", "mark"}` (never `force`), the attempt key as
-`Idempotency-Key`, and an HMAC-SHA256 signature over `timestamp.body`. The answer decides the
-mark's state:
+`Idempotency-Key` and as `webhook-id`, signed per Standard Webhooks (`rewake.executors.signing`).
+The answer decides the mark's state:
 
 | answer                                   | state      | code                    |
 |------------------------------------------|------------|-------------------------|
@@ -26,7 +26,7 @@ from urllib.parse import quote, urlsplit
 import httpx
 
 from rewake.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note, clip
-from rewake.executors.signing import IDEMPOTENCY_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from rewake.executors.signing import IDEMPOTENCY_HEADER, SecretError, Signer
 from rewake.executors.templates import TemplateError, check_template, fill
 
 #: 409 codes with a meaning of their own (docs/host-contract.md); any other 409 is `failed`.
@@ -64,6 +64,10 @@ class WebhookExecutor:
             raise WebhookConfigError("REWAKE_WEBHOOK_URL is required by the webhook executor")
         if not secret:
             raise WebhookConfigError("REWAKE_WEBHOOK_SECRET is required by the webhook executor")
+        try:
+            self._signer = Signer(secret)
+        except SecretError as error:
+            raise WebhookConfigError(str(error)) from error
         for template in filter(None, (url_template, lookup_template)):
             try:
                 check_template(template)
@@ -74,7 +78,6 @@ class WebhookExecutor:
         self.url_template = url_template
         self.lookup_template = lookup_template
         self.prompt = prompt
-        self._secret = secret
         timeout = httpx.Timeout(timeout_s, connect=min(CONNECT_TIMEOUT_S, timeout_s))
         # A fresh connection per resume: a pooled connection the host closed could fail after
         # the request left, which would turn a clean "refused" into "uncertain".
@@ -102,8 +105,7 @@ class WebhookExecutor:
         headers = {
             "Content-Type": "application/json",
             IDEMPOTENCY_HEADER: delivery.attempt_key,
-            TIMESTAMP_HEADER: str(timestamp),
-            SIGNATURE_HEADER: sign(self._secret, timestamp, body),
+            **self._signer.headers(delivery.attempt_key, timestamp, body),
         }
         return url, body, headers
 
@@ -131,12 +133,11 @@ class WebhookExecutor:
             url = fill(self.lookup_template, delivery, _quote_segment)
         except TemplateError:
             return None
-        timestamp = int(now.timestamp())
-        # A lookup has no body: the signature covers the key asked about instead.
+        # A lookup has no body: it is signed over an empty one, its webhook-id the key asked
+        # about (the host checks that the id is the key in its path).
         headers = {
             IDEMPOTENCY_HEADER: delivery.attempt_key,
-            TIMESTAMP_HEADER: str(timestamp),
-            SIGNATURE_HEADER: sign(self._secret, timestamp, delivery.attempt_key.encode()),
+            **self._signer.headers(delivery.attempt_key, int(now.timestamp())),
         }
         try:
             response = self._client.get(url, headers=headers)

@@ -5,6 +5,9 @@ exactly once, signed, within about a second of its due time; every clearing reas
 
 from __future__ import annotations
 
+import base64
+import json
+import re
 import subprocess
 import sys
 import time
@@ -31,6 +34,8 @@ from sweeper_support import REPO, free_port, rewake_env, start_sweeper, stop_all
 
 DELAY_S = 2
 SECRET = "e2e-webhook-secret-0123456789"
+#: A secret in the Standard Webhooks form, as the libraries generate them.
+WHSEC = "whsec_" + base64.b64encode(b"e2e host process key: 32 bytes!").decode()
 TOKEN = "e2e-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 #: The bound on lateness this proof allows: the timer aims well under a second.
@@ -231,3 +236,77 @@ def test_every_resume_once_signed_never_early(api: Api, host: ExampleHost, tmp_p
         if case.clear is not None and case.clear is not clear_by_cancel_and_delete:
             mark = api.client.get(f"/api/agent/runs/{case.root_id}/auto-resume").json()
             assert mark["state"] == "cleared", (case.root_id, mark)
+
+
+def read_journal(path: Path) -> list[dict[str, object]]:
+    """The host process's record: one JSON object per request it received."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_host_process_verifies_the_sweepers_webhooks_with_the_library(
+    api: Api, tmp_path: Path
+) -> None:
+    """A host in a process of its own verifies with the standardwebhooks library (from a whsec_
+    secret) the resume, the lookup and the notification a real sweeper sends it."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    journal = tmp_path / "host.jsonl"
+    suffix = uuid.uuid4().hex[:6]
+    plain, gateway = f"host-plain-{suffix}", f"host-gateway-{suffix}"
+    with (tmp_path / "host.log").open("wb") as log:
+        host = subprocess.Popen(
+            [sys.executable, "-m", "tests.hosts.example_host", "--secret", WHSEC,
+             "--port", str(port), "--record", str(journal), "--refuse", f"{gateway}=502:gateway"],
+            stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO),
+        )  # fmt: skip
+    env = rewake_env(
+        f"sqlite:///{tmp_path / 'rewake.db'}", executor="webhook", webhook_secret=WHSEC,
+        webhook_url=base + "/api/agent/runs/{root_id}/runs/{run_id}/resume",
+        webhook_lookup_url=base + "/resumes/{attempt_key}", notify_url=base + "/notify",
+        sweep_interval_s=1,
+    )  # fmt: skip
+    sweeper = None
+    try:
+
+        def listening() -> bool:
+            try:
+                return httpx.get(base + "/", timeout=1).status_code == 404
+            except httpx.HTTPError:
+                return False
+
+        assert wait_until(listening, 20), (tmp_path / "host.log").read_text()
+        sweeper = start_sweeper(env, tmp_path / "sweeper.log")
+        now = datetime.now(UTC)
+        reset = now.replace(microsecond=0) + timedelta(seconds=3)
+        la = "America/Los_Angeles"
+        for root_id in (plain, gateway):
+            report_and_arm(api, Case(root_id, reset, claude_epoch(reset, la, now), now, la))
+
+        def marks() -> dict[str, dict[str, object]]:
+            return {
+                root_id: api.client.get(f"/api/agent/runs/{root_id}/auto-resume").json()
+                for root_id in (plain, gateway)
+            }
+
+        def settled() -> bool:
+            kinds = {entry["kind"] for entry in read_journal(journal)}
+            done = all(mark["state"] == "done" for mark in marks().values())
+            return done and kinds == {"resume", "lookup", "notify"}
+
+        assert wait_until(settled, 40, poll_s=0.3), (
+            marks(), read_journal(journal), (tmp_path / "sweeper.log").read_text()[-3000:],
+        )  # fmt: skip
+    finally:
+        stop_all([proc for proc in (sweeper, host) if proc is not None])
+    keys = {root_id: mark["attempt_key"] for root_id, mark in marks().items()}
+    entries = read_journal(journal)
+    assert all(entry["problem"] is None for entry in entries), entries
+    resumes = sorted((e["id"], e["status"]) for e in entries if e["kind"] == "resume")
+    assert resumes == sorted([(keys[plain], 202), (keys[gateway], 502)])
+    lookups = {(e["id"], e["status"]) for e in entries if e["kind"] == "lookup"}
+    assert lookups == {(keys[gateway], 200)}
+    (notice,) = [e for e in entries if e["kind"] == "notify"]
+    assert notice["event"] == "mark_uncertain" and notice["status"] == 204
+    assert re.fullmatch(r"notify-[0-9a-f]{32}", str(notice["id"]))

@@ -4,6 +4,7 @@ idempotency, every outcome), and the command executor spawning real processes.""
 from __future__ import annotations
 
 import json
+import re
 import socket
 import sys
 from collections.abc import Iterator
@@ -45,7 +46,8 @@ def webhook(host: ExampleHost, timeout_s: float = 5.0, secret: str = SECRET) -> 
 
 
 def test_webhook_delivers_signed_once(host: ExampleHost) -> None:
-    """A resume arrives signed, with its Idempotency-Key, and the mark is done."""
+    """A resume arrives signed (the host verifies it with the standardwebhooks library), with
+    its Idempotency-Key, and the mark is done."""
     executor = webhook(host)
     outcome = executor.deliver(delivery())
     assert (outcome.state, outcome.code) == ("done", "done")
@@ -134,6 +136,10 @@ def test_lookup_tells_seen_from_never_seen(host: ExampleHost) -> None:
     unseen = executor.lookup(delivery(key="never-1"), now)
     assert seen is not None and seen.received
     assert unseen is not None and not unseen.received
+    # Both lookups verified: signed over an empty body with the key as webhook-id.
+    assert [(e["id"], e["problem"]) for e in host.journal("lookup")] == [
+        ("seen-1", None), ("never-1", None),
+    ]  # fmt: skip
     # A key the host said it never saw is refused if it arrives late.
     late = executor.deliver(delivery(key="never-1"))
     assert (late.state, late.code) == ("failed", "key_retired")
@@ -261,28 +267,12 @@ def test_command_that_cannot_start_fails_with_nothing_sent(tmp_path: Path) -> No
     assert (outcome.state, outcome.code) == ("failed", "spawn_failed")
 
 
-def test_notifier_posts_failed_and_uncertain_marks() -> None:
-    """The notify webhook hears of a mark that failed, signed; not of one that is done."""
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-    from threading import Thread
-
+def test_notifier_posts_failed_and_uncertain_marks(host: ExampleHost) -> None:
+    """The notify webhook hears of a mark that failed or turned uncertain, each signed under a
+    fresh `notify-` webhook-id the host verifies with the library; not of one that is done."""
     from rewake.db.models import MarkRow
     from rewake.sweeper.notify import Notifier
 
-    received: list[tuple[dict[str, object], str]] = []
-
-    class Recorder(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers["Content-Length"]))
-            received.append((json.loads(raw), self.headers.get("X-Rewake-Signature", "")))
-            self.send_response(204)
-            self.end_headers()
-
-        def log_message(self, *_args: object) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-    Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     now = datetime.now(UTC)
 
     def mark(state: str) -> MarkRow:
@@ -292,12 +282,53 @@ def test_notifier_posts_failed_and_uncertain_marks() -> None:
             updated_at=now, outcome="http_500",
         )  # fmt: skip
 
-    notifier = Notifier(f"http://127.0.0.1:{server.server_address[1]}/notify", SECRET)
+    notifier = Notifier(host.notify_url, SECRET)
     notifier.mark_changed(mark("failed"), now)
     notifier.mark_changed(mark("done"), now)
+    notifier.mark_changed(mark("uncertain"), now)
+    notifier.close()
+    notices = host.journal("notify")
+    assert sorted(n["event"] for n in notices) == ["mark_failed", "mark_uncertain"]
+    assert all(n["problem"] is None and n["status"] == 204 for n in notices)
+    ids = [n["id"] for n in notices]
+    assert len(set(ids)) == 2
+    assert all(re.fullmatch(r"notify-[0-9a-f]{32}", i) for i in ids)
+
+
+def test_unsigned_notifier_still_names_each_notice() -> None:
+    """Without a secret the notice carries webhook-id and webhook-timestamp and no signature."""
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from threading import Thread
+
+    from rewake.db.models import MarkRow
+    from rewake.sweeper.notify import Notifier
+
+    received: list[dict[str, str]] = []
+
+    class Recorder(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            received.append({k.lower(): v for k, v in self.headers.items()})
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *_args: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+    Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    now = datetime.now(UTC)
+    row = MarkRow(
+        id=5, root_id="root-1", run_id="run-1", attempt=1, state="expired", reset_at=now,
+        resolution_s=0, due_at=now, armed_by="alice", armed_at=now, despite_native=False,
+        updated_at=now,
+    )  # fmt: skip
+    notifier = Notifier(f"http://127.0.0.1:{server.server_address[1]}/notify", None)
+    notifier.mark_changed(row, now)
     notifier.close()
     server.shutdown()
     server.server_close()
-    ((body, signature),) = received
-    assert body["event"] == "mark_failed"
-    assert signature.startswith("sha256=")
+    (headers,) = received
+    assert headers["webhook-id"].startswith("notify-")
+    assert headers["webhook-timestamp"] == str(int(now.timestamp()))
+    assert "webhook-signature" not in headers

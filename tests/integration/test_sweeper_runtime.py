@@ -184,6 +184,18 @@ def test_sweep_refuses_webhook_without_secret(sqlite_url: str) -> None:
     assert "REWAKE_WEBHOOK_SECRET" in result.stderr
 
 
+def test_sweep_refuses_a_whsec_secret_that_is_not_base64(sqlite_url: str) -> None:
+    """A `whsec_` REWAKE_WEBHOOK_SECRET that cannot be a key stops the sweeper even when only the
+    notify webhook would use it, naming the variable and never echoing the secret."""
+    secret = "whsec_not base64!"
+    result = _run_sweep(
+        sqlite_url, "--once", notify_url="http://127.0.0.1:9/notify", webhook_secret=secret
+    )
+    assert result.returncode == 2
+    assert "REWAKE_WEBHOOK_SECRET" in result.stderr
+    assert secret not in result.stderr
+
+
 def test_sweep_once_fires_due_marks(tmp_path: Path) -> None:
     """`rewake sweep --once` fires what is due and exits."""
     url = f"sqlite:///{tmp_path / 'once.db'}"

@@ -3,14 +3,17 @@ mapping, the body it sends, and the signature."""
 
 from __future__ import annotations
 
+import base64
 import json
+import time
 from datetime import UTC, datetime
 
 import pytest
+from standardwebhooks import Webhook, WebhookVerificationError
 
 from rewake.executors.base import DEFAULT_PROMPT, Delivery, audit_note
 from rewake.executors.command import CommandConfigError, CommandExecutor, parse_argv_template
-from rewake.executors.signing import sign, verify
+from rewake.executors.signing import Signer, secret_key
 from rewake.executors.templates import TemplateError, check_template, fill
 from rewake.executors.webhook import WebhookConfigError, WebhookExecutor, outcome_of
 
@@ -79,8 +82,25 @@ def test_body_has_the_contract_fields_and_never_force() -> None:
     assert "force" not in raw.decode()
     assert url == "http://127.0.0.1:9/r/root-1/run-1"
     assert headers["Idempotency-Key"] == "9f2c1d0e4b5a6978-7"
-    assert headers["X-Rewake-Timestamp"] == str(int(delivery().sent_at.timestamp()))
     executor.close()
+
+
+def test_resume_is_signed_per_standard_webhooks_with_the_key_as_id() -> None:
+    """The resume carries webhook-id (the attempt key, as Idempotency-Key), webhook-timestamp
+    (sent_at) and a v1 signature the library verifies over id, timestamp and body; the old
+    X-Rewake-* headers are gone."""
+    sent_at = datetime.fromtimestamp(int(time.time()), UTC)
+    executor = WebhookExecutor("http://127.0.0.1:9/r/{root_id}/{run_id}", "s3cret")
+    _url, raw, headers = executor.request_parts(delivery(sent_at=sent_at))
+    executor.close()
+    assert headers["webhook-id"] == headers["Idempotency-Key"] == "9f2c1d0e4b5a6978-7"
+    assert headers["webhook-timestamp"] == str(int(sent_at.timestamp()))
+    assert headers["webhook-signature"].startswith("v1,")
+    assert not any(name.lower().startswith("x-rewake") for name in headers)
+    assert Webhook(b"s3cret").verify(raw, headers) == json.loads(raw)
+    for changed in ({"webhook-id": "9f2c1d0e4b5a6978-8"}, {"webhook-timestamp": "1"}):
+        with pytest.raises(WebhookVerificationError):
+            Webhook(b"s3cret").verify(raw, {**headers, **changed})
 
 
 def test_note_says_who_when_and_which_reset() -> None:
@@ -91,20 +111,46 @@ def test_note_says_who_when_and_which_reset() -> None:
 
 
 def test_signature_round_trip_and_refusals() -> None:
-    """A signature verifies over timestamp.body; a changed body, a wrong secret or a stale
-    timestamp does not."""
+    """The library verifies a signature over id.timestamp.body; another id, a changed body, a
+    wrong secret or a timestamp more than five minutes old does not verify."""
     body = b'{"a":1}'
-    signature = sign("s3cret", 1_800_000_000, body)
-    assert signature.startswith("sha256=")
-    assert verify("s3cret", "1800000000", signature, body, 1_800_000_100) is None
-    assert (
-        verify("s3cret", "1800000000", signature, b'{"a":2}', 1_800_000_100) == "signature_mismatch"
-    )
-    assert verify("other", "1800000000", signature, body, 1_800_000_100) == "signature_mismatch"
-    assert (
-        verify("s3cret", "1800000000", signature, body, 1_800_000_301) == "timestamp_out_of_window"
-    )
-    assert verify("s3cret", "18e8", signature, body, 1_800_000_000) == "timestamp_malformed"
+    now = int(time.time())
+    headers = Signer("s3cret").headers("key-1", now, body)
+    assert Webhook(b"s3cret").verify(body, headers) == {"a": 1}
+    refused = [
+        (Webhook(b"s3cret"), body, {**headers, "webhook-id": "key-2"}),
+        (Webhook(b"s3cret"), b'{"a":2}', headers),
+        (Webhook(b"other"), body, headers),
+        (Webhook(b"s3cret"), body, Signer("s3cret").headers("key-1", now - 310, body)),
+    ]
+    for webhook, payload, sent in refused:
+        with pytest.raises(WebhookVerificationError):
+            webhook.verify(payload, sent)
+
+
+def test_secret_maps_to_the_librarys_key() -> None:
+    """A `whsec_<base64>` secret is the library's own form, read as it reads it; any other
+    string is the raw key, which a host gives its library as `whsec_` + base64(secret)."""
+    raw = b"\x00\x01binary key\xff"
+    whsec = "whsec_" + base64.b64encode(raw).decode()
+    assert secret_key(whsec) == raw
+    assert secret_key(whsec.rstrip("=")) == raw  # unpadded, as the libraries accept it
+    assert secret_key("change-me") == b"change-me"
+    body = b"{}"
+    now = int(time.time())
+    Webhook(whsec).verify(body, Signer(whsec).headers("k", now, body))
+    plain = Signer("change-me").headers("k", now, body)
+    Webhook(b"change-me").verify(body, plain)
+    Webhook("whsec_" + base64.b64encode(b"change-me").decode()).verify(body, plain)
+
+
+@pytest.mark.parametrize("secret", ["whsec_not-base64!", "whsec_", "whsec_===="])
+def test_unreadable_whsec_secret_is_refused_without_echoing_it(secret: str) -> None:
+    """A `whsec_` secret whose rest is not base64 (or is empty) stops the webhook executor with
+    a message that names the variable and never contains the secret."""
+    with pytest.raises(WebhookConfigError, match="REWAKE_WEBHOOK_SECRET") as refused:
+        WebhookExecutor("http://h/{root_id}", secret)
+    assert secret not in str(refused.value)
 
 
 def test_webhook_refuses_to_start_without_secret_or_url() -> None:
