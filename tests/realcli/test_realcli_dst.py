@@ -284,7 +284,7 @@ def run_claude_tty(case: Case, root: Path) -> Run:
         tmux = Tmux(box, [str(binary)], env)
         try:
             tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
-            tmux.type_line("hi")
+            tmux.submit("hi", lambda: len(mock.requests(mp.ANTHROPIC)))
             tmux.wait_for(waits_for(_CLAUDE_BANNER), timeout=150)
             time.sleep(1.5)  # the status lines under the prompt follow the transcript line
             screen = tmux.screen()
@@ -310,7 +310,7 @@ def run_gemini_tty(case: Case, root: Path) -> Run:
         try:
             tmux.wait_for(waits_for(r"Type your message|> "), timeout=150)
             time.sleep(1.0)
-            tmux.type_line("hi")
+            tmux.submit("hi", lambda: len(mock.requests(mp.GEMINI)))
             tmux.wait_for(waits_for(_GEMINI_BANNER), timeout=150)
             time.sleep(1.0)
             screen = tmux.screen()
