@@ -17,7 +17,8 @@ to land:
 - `fold_now`: the run in the first pass, the reset in the second at a wall time a few minutes
   before the one on the clock (the 10-minute grace of rule 3a must not take it as passed).
 
-What the CLI printed is parsed with the faked observed_at and the CLI's zone. A time printed
+What the CLI printed is parsed with the faked observed_at and the CLI's zone (every case sets
+TZ to its zone, so the zone is the case's own). A time printed
 with an IANA zone or none (Claude) names two instants in a fold, and DESIGN.md rule 2 reads
 the later one: the expected reading is then the reset's wall time in the second pass. A time
 printed with its offset (Gemini's "EDT", "GMT+10:30") names one instant. Structured sources
@@ -72,7 +73,6 @@ from realcli_drive import (
 from realcli_install import CLAUDE, CODEX, GEMINI
 
 from rewake.parsers import Verdict, parse
-from rewake.runner.hostzone import host_zone
 
 pytestmark = pytest.mark.realcli
 
@@ -257,7 +257,7 @@ def run_claude_stream(case: Case, root: Path) -> Run:
                             "--verbose"], env, box.work)  # fmt: skip
     observed_at = clock.faked(ran.observed_at)
     assert_clock_faked(box.home, started, observed_at)
-    zone = host_zone(env)
+    zone = case.zone
     text = result_text(ran.stdout)
     return Run(case, case.truth, observed_at, {
         "text": Source(parse(text, observed_at=observed_at, zone=zone),
@@ -293,7 +293,7 @@ def run_claude_tty(case: Case, root: Path) -> Run:
             tmux.close()
     assert_clock_faked(box.home, started, observed_at)
     expect = Expect("provider_quota", "claude", named_reading(case.truth, case.zone))
-    verdict = parse(screen, observed_at=observed_at, zone=host_zone(env))
+    verdict = parse(screen, observed_at=observed_at, zone=case.zone)
     return Run(case, case.truth, observed_at, {"text": Source(verdict, expect, screen)})
 
 
@@ -325,7 +325,7 @@ def run_gemini_tty(case: Case, root: Path) -> Run:
     truth = datetime.fromtimestamp(answered_at, UTC) + timedelta(seconds=delay)
     late = (observed_at - datetime.fromtimestamp(answered_at, UTC)).total_seconds()
     expect = Expect("provider_quota", "gemini", truth, late_s=max(late, 0.0) + 1.0)
-    verdict = parse(screen, observed_at=observed_at, zone=host_zone(env))
+    verdict = parse(screen, observed_at=observed_at, zone=case.zone)
     return Run(case, truth, observed_at, {"text": Source(verdict, expect, screen)})
 
 
@@ -352,7 +352,7 @@ def run_codex_exec(case: Case, root: Path) -> Run:
                            env, box.work)  # fmt: skip
     observed_at = clock.faked(ran.observed_at)
     assert_clock_faked(box.home, started, observed_at)
-    zone = host_zone(env)
+    zone = case.zone
     text = failure_text(ran.stdout)
     # Codex prints a bare time on the host's local date, else a date; neither names an
     # offset, so a fold reads as its later instant (rule 3b, rule 2), in both event kinds.
