@@ -5,6 +5,11 @@ A test queues what each API answers, in order (the last entry repeats): a limit 
 headers and body the real services send), an answer, or a tool call. Every request is
 recorded with the instant the mock answered it, so a test knows when the CLI learned of the
 limit. The server runs in a daemon thread of the test process, on a free port.
+
+A CLI that runs under a faked wall clock (libfaketime, `realcli_clock.py`) must hear from a
+provider whose clock agrees: `MockProvider(skew_s=...)` reads `time.time() + skew_s` for its
+`Date` header and the instants it records, and `now()` gives that clock to the code that
+computes a reset to serve.
 """
 
 from __future__ import annotations
@@ -250,7 +255,8 @@ _CLASSIFIER = {
 class MockProvider:
     """The three APIs on one loopback port; `script(api, ...)` says what each answers."""
 
-    def __init__(self) -> None:
+    def __init__(self, skew_s: float = 0.0) -> None:
+        self.skew_s = skew_s
         self._lock = threading.Lock()
         self._scripts: dict[str, list[Reply]] = {ANTHROPIC: [answer()], OPENAI: [answer()],
                                                  GEMINI: [answer()]}  # fmt: skip
@@ -267,6 +273,10 @@ class MockProvider:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    def now(self) -> float:
+        """The mock's clock: the real one, moved by `skew_s` to agree with a faked CLI."""
+        return time.time() + self.skew_s
 
     def start(self) -> MockProvider:
         self._thread.start()
@@ -311,6 +321,10 @@ class MockProvider:
             def log_message(self, format: str, *args: Any) -> None:
                 return  # the tests read `seen`, not a log
 
+            def date_time_string(self, timestamp: float | None = None) -> str:
+                # The Date header: on the mock's clock, which a faked CLI shares.
+                return super().date_time_string(mock.now() if timestamp is None else timestamp)
+
             def _send(self, status: int, ctype: str, payload: bytes,
                       headers: dict[str, str] | None = None) -> None:  # fmt: skip
                 self.send_response(status)
@@ -345,7 +359,7 @@ class MockProvider:
                     api = OPENAI
                 elif ":generateContent" in path and b"complexity_score" in raw:
                     self._send(200, "application/json", json.dumps(_CLASSIFIER).encode())
-                    mock._record(Seen(GEMINI, "POST", path, {}, 200, "classifier", time.time()))
+                    mock._record(Seen(GEMINI, "POST", path, {}, 200, "classifier", mock.now()))
                     return
                 elif "Content" in path and path.startswith("/v1beta/models/"):
                     api = GEMINI
@@ -365,15 +379,15 @@ class MockProvider:
                         ctype, payload = gemini_body(reply, "streamGenerate" in path)
                     self._send(200, ctype, payload, reply.headers)
                 mock._record(Seen(api, "POST", path, request, reply.status, reply.kind,
-                                  time.time()))  # fmt: skip
+                                  mock.now()))  # fmt: skip
 
         return Handler
 
 
 @contextmanager
-def running() -> Iterator[MockProvider]:
-    """A started mock, stopped afterwards."""
-    mock = MockProvider().start()
+def running(skew_s: float = 0.0) -> Iterator[MockProvider]:
+    """A started mock (its clock `skew_s` ahead of the real one), stopped afterwards."""
+    mock = MockProvider(skew_s).start()
     try:
         yield mock
     finally:

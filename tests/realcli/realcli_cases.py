@@ -4,7 +4,9 @@ A case's true reset is drawn relative to the real clock (the CLIs read it): minu
 ahead, the 23 h 50 min - 24 h 05 min band where Claude stops printing a date, resets next to
 local midnight in the drawn zone, and next to a DST transition where some zone has one
 within the week. Draws come from a seeded generator; the seed is in every test id and
-REWAKE_REALCLI_SEED replays it.
+REWAKE_REALCLI_SEED replays it. `next_transitions` and `draw_near_transition` place a case
+next to a zone's coming transition, for a CLI that runs on a faked clock
+(test_realcli_dst.py).
 
 Judging follows DESIGN.md: a stated reset must bracket the truth (reset_at <= truth <=
 reset_at + resolution_s), a message that states none must be refused with the right code,
@@ -45,6 +47,7 @@ ZONES: tuple[str | None, ...] = (
 )
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 MINUTE = 60
 HOUR = 3600
@@ -123,6 +126,92 @@ def dst_transitions(now: datetime, within_s: float) -> list[tuple[str, datetime]
                 break
             before = offset
     return found
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One change of a zone's UTC offset: at `at` the offset goes from `before` to `after`.
+    Clocks going forward skip `length` of wall time (a gap); going back, they repeat it (a
+    fold)."""
+
+    zone: str
+    at: datetime
+    before: timedelta
+    after: timedelta
+
+    @property
+    def gap(self) -> bool:
+        return self.after > self.before
+
+    @property
+    def length(self) -> timedelta:
+        return abs(self.after - self.before)
+
+
+def next_transitions(zone: str, after: datetime, within: timedelta = timedelta(days=400),
+                     ) -> list[Transition]:  # fmt: skip
+    """The zone's offset changes in (after, after + within], each to the second: found hour
+    by hour, then narrowed down."""
+    tz = ZoneInfo(zone)
+    offset = lambda at: at.astimezone(tz).utcoffset() or timedelta(0)  # noqa: E731
+    found = []
+    step = after.replace(minute=0, second=0, microsecond=0)
+    end = after + within
+    while step < end:
+        low, high = step, step + timedelta(hours=1)
+        if offset(low) != offset(high):
+            while high - low > timedelta(seconds=1):
+                middle = low + (high - low) / 2
+                low, high = (middle, high) if offset(middle) == offset(low) else (low, middle)
+            at = high.replace(microsecond=0)
+            if after < at <= end:
+                found.append(Transition(zone, at, offset(low), offset(at)))
+        step += timedelta(hours=1)
+    return found
+
+
+def draw_near_transition(rng: random.Random, kind: str,
+                         change: Transition) -> tuple[datetime, datetime]:  # fmt: skip
+    """(the faked clock at the run's start, the true reset) for a kind of case next to a
+    transition at T whose skipped or repeated wall time lasts L (test_realcli_dst.py says
+    what each kind is for). Margins of a minute or more keep a case in its kind although
+    the CLI prints a few seconds after its start."""
+    at, length = change.at, change.length.total_seconds()
+    minutes = lambda low, high: timedelta(seconds=rng.uniform(low * MINUTE, high * MINUTE))  # noqa: E731
+    if kind == "across" and change.gap:
+        start, truth = at - minutes(30, 180), at + minutes(40, 180)
+    elif kind == "across":
+        start = at - change.length - minutes(30, 120)
+        truth = at + change.length + minutes(30, 180)
+    elif kind == "gap":
+        start, truth = at - minutes(6, 120), at + minutes(1, 20)
+    elif kind == "gap_dated":
+        start, truth = at - minutes(25 * 60, 3 * 24 * 60), at + minutes(1, 20)
+    elif kind == "short_day":
+        # The printed wall time recurs: once `x` after the start, and (the truth) a short day
+        # of 24 h - L later, still under the 24 h from which Claude prints a date.
+        start = at - minutes(60, 180)
+        truth = start + timedelta(seconds=DAY - length) + minutes(3, length / MINUTE - 5)
+    elif kind in ("fold_first", "fold_dated"):
+        early = (25 * 60, 3 * 24 * 60) if kind == "fold_dated" else (10, 180)
+        start = at - change.length - minutes(*early)
+        truth = at - change.length + minutes(1, length / MINUTE - 2)
+    elif kind == "fold_second":
+        start = at - change.length - minutes(10, 180)
+        truth = at + minutes(1, length / MINUTE - 2)
+    elif kind == "fold_now":
+        start = at - change.length + minutes(10, length / MINUTE - 2)
+        truth = start + change.length - minutes(2, 8)
+    else:
+        raise ValueError(kind)
+    return start.replace(microsecond=0), truth.replace(microsecond=0)
+
+
+def named_reading(truth: datetime, zone: str) -> datetime:
+    """The instant DESIGN.md reads `truth`'s wall time as when the text names no offset: the
+    same, except in a fold's first pass, where it is the second pass (rule 2, never early)."""
+    local = truth.astimezone(ZoneInfo(zone))
+    return local.replace(fold=1).astimezone(UTC)
 
 
 @dataclass(frozen=True)
@@ -207,11 +296,11 @@ class Judged:
     printed: str
 
 
-def run_parallel(run: Callable[[T], Judged], cases: Sequence[T], workers: int = 3,
-                 key: Callable[[T], str] = str) -> dict[str, Judged | BaseException]:  # fmt: skip
+def run_parallel(run: Callable[[T], R], cases: Sequence[T], workers: int = 3,
+                 key: Callable[[T], str] = str) -> dict[str, R | BaseException]:  # fmt: skip
     """Each case run on a small thread pool (each with its own mock and HOME), keyed by id;
     a case whose run raised keeps its exception, for its own test to report."""
-    results: dict[str, Judged | BaseException] = {}
+    results: dict[str, R | BaseException] = {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(run, case): key(case) for case in cases}
         for future, name in futures.items():

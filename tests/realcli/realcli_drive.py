@@ -201,6 +201,22 @@ class Tmux:
         time.sleep(0.3)
         self._tmux("send-keys", "-t", "0", "Enter")
 
+    def submit(self, text: str, requests: Callable[[], int], *, tries: int = 3,
+               wait_s: float = 15.0) -> None:  # fmt: skip
+        """Type `text` and Enter, then press Enter again while `requests()` (how many
+        requests the provider has seen) does not grow: on a loaded machine an interactive CLI
+        has been seen to keep the typed line in its input box, the Enter lost or taken as
+        part of a paste, and wait there for good."""
+        before = requests()
+        self.type_line(text)
+        for _ in range(tries - 1):
+            deadline = time.monotonic() + wait_s
+            while time.monotonic() < deadline:
+                if requests() > before:
+                    return
+                time.sleep(0.25)
+            self.send("Enter")
+
     def wait_for(self, found: Callable[[str], bool], timeout: float) -> tuple[str, datetime]:
         """The first screen on which `found` holds, and the instant it was seen."""
         deadline = time.monotonic() + timeout
