@@ -1,7 +1,7 @@
 """The real-CLI tier's supervised runs start with the tier's first test, when any test that
 needs them was selected: they spend minutes waiting for resets, which then overlap the
 matrix instead of adding to it. Not earlier: the mock stamps each answer with time.time(),
-which other tiers' tests travel with time-machine; the tier's tests run together, and the
+which other tiers' tests pin with freezegun; the tier's tests run together, and the
 last module waits for the runs. Whatever was started is ended when the session finishes,
 however it finishes."""
 
