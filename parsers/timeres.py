@@ -205,8 +205,8 @@ def _next_occurrence(
     a time that passed under 10 min ago stand (due at once): where the window admits the next
     occurrence, the next one it is, never early."""
     passed: datetime | None = None
-    for day in days:
-        reading = read_wall(day, hour, minute, zone)
+    readings = [(day, read_wall(day, hour, minute, zone)) for day in days]
+    for index, (day, reading) in enumerate(readings):
         if isinstance(reading, Gap):
             # A gap on a day whose time has passed anyway does not matter.
             if max(reading.before, reading.after) + _MINUTE > observed_at:
@@ -217,7 +217,9 @@ def _next_occurrence(
             passed = at
             continue
         if _earliest(reading) <= observed_at + limit:
-            return Reset(at, 60, form)
+            following = readings[index + 1][1] if index + 1 < len(readings) else None
+            later = _printed_alike(at, following, observed_at, limit)
+            return Reset(later or at, 60, form)
         if passed is not None and passed >= observed_at - GRACE:
             return Reset(passed, 60, form)
         return Refusal(
@@ -226,6 +228,24 @@ def _next_occurrence(
             "the message was printed for an earlier reset",
         )
     return Refusal("unparseable", f"no {what} found in {zone}")
+
+
+def _printed_alike(
+    at: datetime, following: WallReading | None, observed_at: datetime, limit: timedelta
+) -> datetime | None:
+    """The next occurrence, when the text cannot tell it from `at` and the window admits it.
+
+    Claude prints no date for a reset under 24 h ahead. While the printed minute is under way
+    at observed_at, the next occurrence is under 24 h ahead too and would be printed alike (a
+    reset 23 h 59 min ahead reads "3:28am" at 03:28:41). Reading `at` would then be a day early
+    if the CLI meant the other; the later is never early (rule 2), as for a time that passed
+    minutes ago in a window that admits the next day (rule 3a)."""
+    if at > observed_at or following is None:
+        return None
+    if isinstance(following, Gap):
+        return None  # a time the zone skips that day cannot be the one printed
+    later = following.at if isinstance(following, Unambiguous) else following.later
+    return later if _earliest(following) <= observed_at + limit else None
 
 
 def next_time_of_day(

@@ -299,10 +299,10 @@ def passed_expectation(scenario: Scenario, after_s: int) -> set[str] | None:
         return set() if moments_ago else {"stale"}
     short_scope = scenario.family.name in SHORT_SCOPE_TIMES and rendered.shape == "time_of_day"
     if rendered.shape == "time_of_day" and rendered.provider != "codex" and moments_ago:
-        # Rule 3a: the grace stands only where the next occurrence is outside the window.
-        printed_minute = scenario.true_reset.replace(second=0, microsecond=0)
-        minute_not_passed = observed < printed_minute + timedelta(minutes=1)
-        return set() if short_scope or minute_not_passed else {NEXT_DAY}
+        # Rule 3a: the grace stands only where the next occurrence is outside the window; in a
+        # window that admits it, a passed time, or one whose printed minute is under way (the
+        # next day's would be printed alike), is the next day's: never a day early.
+        return set() if short_scope else {NEXT_DAY}
     if short_scope and 11 * MINUTE <= after_s <= 17 * HOUR:
         return {"stale", "out_of_window", "nonexistent_local_time"}
     return None

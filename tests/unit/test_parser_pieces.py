@@ -125,10 +125,19 @@ def test_next_time_of_day_in_a_day_window_takes_tomorrow() -> None:
     assert result.at == datetime(2026, 12, 2, 20, 37, tzinfo=UTC)
 
 
-def test_next_time_of_day_keeps_the_current_minute() -> None:
-    """8:42pm seen at 20:42:59 has not passed: its minute covers 20:42:00-20:42:59."""
+def test_next_time_of_day_within_the_printed_minute_takes_the_later_in_a_day_window() -> None:
+    """A weekly 8:42pm seen at 20:42:59: tomorrow's 20:42 is under 24 h ahead and would be
+    printed alike, so it is the reading, never today's (a day early if the CLI meant it)."""
     observed = datetime(2026, 12, 1, 20, 42, 59, tzinfo=UTC)
     result = next_time_of_day(20, 42, UTC, observed, limit=DAY_WINDOW, form="named_zone")
+    assert isinstance(result, Reset)
+    assert result.at == datetime(2026, 12, 2, 20, 42, tzinfo=UTC)
+
+
+def test_next_time_of_day_keeps_the_current_minute_in_a_five_hour_window() -> None:
+    """A five-hour 8:42pm seen at 20:42:59: tomorrow lies beyond the window, so today's."""
+    observed = datetime(2026, 12, 1, 20, 42, 59, tzinfo=UTC)
+    result = next_time_of_day(20, 42, UTC, observed, limit=FIVE_HOURS, form="named_zone")
     assert isinstance(result, Reset)
     assert result.at == datetime(2026, 12, 1, 20, 42, tzinfo=UTC)
 
