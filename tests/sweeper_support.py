@@ -18,7 +18,7 @@ from sqlalchemy import insert, select
 
 from rewake.context import Context
 from rewake.db.engine import Database
-from rewake.db.models import MarkRow, RunRow, SessionRow
+from rewake.db.models import MarkRow, RunRow, SessionRow, TimelineRow
 from rewake.marks.service import set_auto_resume
 from rewake.parsers import parse
 from rewake.reports.failures import FailureReport, report_failure
@@ -184,3 +184,11 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def marks_with_event(database: Database, event: str) -> set[int]:
+    """The ids of marks whose session timeline records `event` for them (e.g. mark_uncertain:
+    every mark that was ever reaped uncertain, whatever it ended as)."""
+    stmt = select(TimelineRow.mark_id).where(TimelineRow.event == event)  # type: ignore[arg-type]
+    with database.reader() as db:
+        return {int(mark_id) for mark_id in db.scalars(stmt) if mark_id is not None}

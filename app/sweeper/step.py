@@ -200,13 +200,15 @@ def claim_or_expire(
 @dataclass(slots=True)
 class Started:
     """The outcome of one start: deliveries to send now, claims that wait for pacing (with
-    the instant to look again, None: when a send of the account finishes), and claims that
-    are no longer this sweeper's (cleared, deleted, reaped, or released because their due_at
-    moved later)."""
+    the instant to look again, None: when a send of the account finishes), claims that stay
+    claimed until a worker is free (`queued`: past the start's limit), and claims that are no
+    longer this sweeper's (cleared, deleted, reaped, or released because their due_at moved
+    later)."""
 
     now: datetime
     deliveries: list[Delivery] = field(default_factory=list)
     waiting: dict[int, datetime | None] = field(default_factory=dict)
+    queued: list[int] = field(default_factory=list)
     dropped: list[int] = field(default_factory=list)
     released: list[int] = field(default_factory=list)
 
@@ -218,9 +220,13 @@ def start(
     rules: PacingRules,
     *,
     lease_s: float,
+    limit: int | None = None,
 ) -> Started:
-    """Move the claims that pacing lets start from claimed to sending, in one durable commit
-    (synchronous=FULL on SQLite): nothing is sent before this returns.
+    """Move the claims that pacing lets start from claimed to sending, at most `limit` of them
+    (earliest due first), in one durable commit (synchronous=FULL on SQLite): nothing is sent
+    before this returns, and each delivery returned must leave at once, as its lease and its
+    sent_at (the signed timestamp) start at `now`. The caller passes as `limit` the sends it
+    can make now (its free workers); the claims past it stay claimed.
 
     Each mark is re-read under a lock: a claim lost to a clear, a delete or the reaper is
     dropped, and one whose due_at was moved later (an account hold) goes back to armed, so a
@@ -246,8 +252,9 @@ def start(
             for mark_id, row in sorted(rows.items(), key=lambda item: (item[1].due_at, item[0]))
         ]
         loads = mark_repo.account_loads(db, accounts_of(candidates))
-        plan = plan_starts(candidates, loads, rules, now)
+        plan = plan_starts(candidates, loads, rules, now, limit=limit)
         started.waiting.update(plan.wait)
+        started.queued.extend(plan.later)
         sessions = mark_repo.cli_session_ids(db, [rows[mark_id] for mark_id in plan.start])
         mark_repo.record_starts(
             db,
