@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -192,3 +193,18 @@ def marks_with_event(database: Database, event: str) -> set[int]:
     stmt = select(TimelineRow.mark_id).where(TimelineRow.event == event)  # type: ignore[arg-type]
     with database.reader() as db:
         return {int(mark_id) for mark_id in db.scalars(stmt) if mark_id is not None}
+
+
+@contextmanager
+def fresh_database_url(kind: str, folder: Path) -> Iterator[str]:
+    """A migrated database no other test uses, for a sweeper that claims whatever is due: a
+    SQLite file in `folder`, or a PostgreSQL schema of its own (skipped when none is set)."""
+    from conftest import fresh_postgres_schema, migrate
+
+    if kind == "postgres":
+        with fresh_postgres_schema() as url:
+            yield url
+        return
+    url = f"sqlite:///{folder / f'{uuid.uuid4().hex[:8]}.db'}"
+    migrate(url)
+    yield url

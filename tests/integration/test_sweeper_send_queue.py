@@ -11,13 +11,14 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 
 import pytest
-from conftest import fresh_postgres_schema, migrate
 from hosts.example_host import Call, ExampleHost
 from prometheus_client import CollectorRegistry
 from sweeper_support import (
     count_in_states,
+    fresh_database_url,
     marks_by_root,
     marks_with_event,
     seed_marks,
@@ -42,29 +43,18 @@ NO_PACING = PacingRules(max_in_flight=100, stagger_s=0)
 UNSETTLED = ("armed", "claimed", "sending", "uncertain")
 
 
-def _fresh(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A database of its own (a sweeper claims whatever is due, so nothing else may be)."""
-    if kind == "postgres":
-        with fresh_postgres_schema() as url:
-            yield url
-        return
-    url = f"sqlite:///{tmp_path_factory.mktemp('queue') / 'queue.db'}"
-    migrate(url)
-    yield url
-
-
 @pytest.fixture(scope="module", params=["sqlite", "postgres"])
 def fresh_url(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
-    yield from _fresh(request.param, tmp_path_factory)
+    with fresh_database_url(request.param, tmp_path_factory.mktemp("queue")) as url:
+        yield url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def own_url(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[str]:
-    yield from _fresh(request.param, tmp_path_factory)
+def own_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with fresh_database_url(request.param, tmp_path) as url:
+        yield url
 
 
 @dataclass
