@@ -70,6 +70,8 @@ class HostState:
     refuse: dict[str, tuple[int, str]] = field(default_factory=dict)
     #: Seconds to hold every resume before answering (a slow host).
     delay_s: float = 0.0
+    #: Seconds to hold every lookup before answering (a slow lookup route).
+    lookup_delay_s: float = 0.0
     in_flight: Counter[str] = field(default_factory=Counter)
     max_in_flight: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -123,6 +125,8 @@ class _Handler(BaseHTTPRequestHandler):
         if problem is not None:
             self._send(*self._problem(401, problem))
             return
+        if state.lookup_delay_s:
+            time.sleep(state.lookup_delay_s)
         with state.lock:
             if key in state.answers:
                 status, _ = state.answers[key]
