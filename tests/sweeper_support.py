@@ -187,12 +187,21 @@ def free_port() -> int:
         return port
 
 
-def marks_with_event(database: Database, event: str) -> set[int]:
-    """The ids of marks whose session timeline records `event` for them (e.g. mark_uncertain:
-    every mark that was ever reaped uncertain, whatever it ended as)."""
-    stmt = select(TimelineRow.mark_id).where(TimelineRow.event == event)  # type: ignore[arg-type]
+def mark_events(database: Database, event: str) -> dict[int, datetime]:
+    """When each mark's session timeline first records `event` for it, by mark id (e.g.
+    mark_uncertain: every mark that was ever reaped uncertain, whatever it ended as)."""
+    stmt = (
+        select(TimelineRow.mark_id, TimelineRow.at)
+        .where(TimelineRow.event == event)
+        .order_by(TimelineRow.id)
+    )
     with database.reader() as db:
-        return {int(mark_id) for mark_id in db.scalars(stmt) if mark_id is not None}
+        rows = db.execute(stmt).all()
+    first: dict[int, datetime] = {}
+    for mark_id, at in rows:
+        if mark_id is not None:
+            first.setdefault(int(mark_id), at)
+    return first
 
 
 @contextmanager

@@ -61,7 +61,7 @@ def make_sweeper(database: Database, host: ExampleHost, **config: object) -> Swe
     )
     settings = SweeperConfig(
         interval_s=INTERVAL_S, lease_s=4.0, workers=2, jitter_s=0, heartbeat_s=5,
-        pacing=PacingRules(100, 0), send_timeout_s=2.0, **config,  # type: ignore[arg-type]
+        pacing=PacingRules(100, 0), **config,  # type: ignore[arg-type]
     )  # fmt: skip
     return Sweeper(database, executor, settings, SweeperMetrics(CollectorRegistry()))
 

@@ -19,8 +19,8 @@ from prometheus_client import CollectorRegistry
 from sweeper_support import (
     count_in_states,
     fresh_database_url,
+    mark_events,
     marks_by_root,
-    marks_with_event,
     seed_marks,
     utc,
     wait_until,
@@ -95,7 +95,7 @@ def slow_host_run(fresh_url: str) -> Iterator[SlowHostRun]:
         rows=marks_by_root(database, roots),
         calls=calls,
         resumed=resumed,
-        uncertain_ever=marks_with_event(database, "mark_uncertain"),
+        uncertain_ever=set(mark_events(database, "mark_uncertain")),
         settled=settled,
     )
     database.dispose()
@@ -127,7 +127,8 @@ def test_sent_at_is_when_the_request_left(slow_host_run: SlowHostRun) -> None:
         sent_at = datetime.fromisoformat(call.body["mark"]["sent_at"])
         gaps.append(round(call.arrived - sent_at.timestamp(), 3))
     assert len(gaps) == len(slow_host_run.rows)
-    assert all(-0.05 <= gap <= 0.5 for gap in gaps), gaps
+    # A send queued behind another would arrive at least one host delay (1 s) after sent_at.
+    assert all(-0.05 <= gap <= 0.8 for gap in gaps), gaps
 
 
 def test_holds_no_more_claims_than_its_workers_send_within_a_lease(own_url: str) -> None:

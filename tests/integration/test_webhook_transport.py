@@ -128,7 +128,7 @@ def test_dripping_host_does_not_hold_other_marks(fresh_url: str, host: RoughHost
     workers = 2
     config = SweeperConfig(
         interval_s=0.5, lease_s=TIMEOUT_S + 1.5, workers=workers, jitter_s=0, heartbeat_s=5,
-        pacing=PacingRules(max_in_flight=100, stagger_s=0), send_timeout_s=TIMEOUT_S,
+        pacing=PacingRules(max_in_flight=100, stagger_s=0),
     )  # fmt: skip
     sweeper = Sweeper(database, webhook(host), config, SweeperMetrics(CollectorRegistry()))
     sweeper.start()
