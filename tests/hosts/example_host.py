@@ -72,6 +72,8 @@ class HostState:
     delay_s: float = 0.0
     #: Seconds to hold every lookup before answering (a slow lookup route).
     lookup_delay_s: float = 0.0
+    #: (Unix time it arrived, key) of every signed lookup.
+    lookups: list[tuple[float, str]] = field(default_factory=list)
     in_flight: Counter[str] = field(default_factory=Counter)
     max_in_flight: Counter[str] = field(default_factory=Counter)
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -125,6 +127,8 @@ class _Handler(BaseHTTPRequestHandler):
         if problem is not None:
             self._send(*self._problem(401, problem))
             return
+        with state.lock:
+            state.lookups.append((time.time(), key))
         if state.lookup_delay_s:
             time.sleep(state.lookup_delay_s)
         with state.lock:
