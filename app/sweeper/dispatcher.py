@@ -150,7 +150,10 @@ class Dispatcher:
         if not ready or free <= 0:
             return 0
         # No more sends start than workers are free, so each leaves as it turns `sending`; the
-        # claims past that stay ready here (`started.queued`) for the next free worker.
+        # claims past that stay ready here (`started.queued`) for the next free worker. The
+        # clock is read again, so that the leases and sent_at do not start before the renewals
+        # and the claim just made (never earlier than `now`: all of this was due by then).
+        now = max(now, self._edge(self.clock() + self.db_offset))
         started = step.start(
             self.database, now, ready, self.config.pacing, lease_s=self.config.lease_s,
             limit=free,
