@@ -225,7 +225,7 @@ class WebhookExecutor:
         except TemplateError as error:
             return Outcome("failed", "bad_placeholder", str(error))
         try:
-            answer = self.exchange("POST", url, headers, body)
+            answer = self._exchange("POST", url, headers, body)
         except DeadlinePassed:
             return Outcome("uncertain", "timeout", f"sent, no answer within {self.timeout_s:g} s")
         except (httpx.ConnectError, httpx.ConnectTimeout) as error:
@@ -238,7 +238,7 @@ class WebhookExecutor:
             return Outcome("failed", "bad_url", f"nothing was sent: {error}")
         return outcome_of(answer.status, answer.text, complete=answer.complete)
 
-    def exchange(
+    def _exchange(
         self, method: str, url: str, headers: dict[str, str], content: bytes | None = None
     ) -> Answer:
         """One request and its answer within `timeout_s` in all, reading at most
@@ -275,7 +275,7 @@ class WebhookExecutor:
             SIGNATURE_HEADER: sign(self._secret, timestamp, delivery.attempt_key.encode()),
         }
         try:
-            answer = self.exchange("GET", url, headers)
+            answer = self._exchange("GET", url, headers)
         except (httpx.HTTPError, httpx.InvalidURL, DeadlinePassed):
             return None
         if answer.status == 404:

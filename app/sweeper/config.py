@@ -40,7 +40,8 @@ class SweeperConfig:
     #: The longest one send may take (the executor's deadline), which bounds how many sends a
     #: worker makes within one lease; None: sends are quick (the log executor).
     send_timeout_s: float | None = None
-    #: Uncertain marks asked about through the host's lookup route per sweep.
+    #: Uncertain marks asked about through the host's lookup route per round of lookups (a
+    #: round runs beside each sweep; rewake.sweeper.reconcile).
     reconcile_batch: int = 20
     #: Tombstones of sessions deleted this many days ago are purged
     #: (REWAKE_TOMBSTONE_RETENTION_DAYS).

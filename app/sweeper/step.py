@@ -363,7 +363,7 @@ def reconcile_uncertain(
     asked = 0
     last_id = 0
     for row in candidates:
-        if asked and not keep_going():
+        if not keep_going():
             break
         at = now if clock is None else clock()
         found = executor.lookup(delivery_of(row, row.updated_at, None), at)
