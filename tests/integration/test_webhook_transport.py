@@ -142,5 +142,7 @@ def test_dripping_host_does_not_hold_other_marks(fresh_url: str, host: RoughHost
     arrived = {a.root_id: a.arrived for a in host.arrivals()}
     rounds = math.ceil(len(drips) / workers)
     late = {r: round(arrived[r] - rows[r].due_at.timestamp(), 2) for r in others}
-    assert all(lateness <= rounds * TIMEOUT_S + SLACK_S for lateness in late.values()), late
+    # Beyond the deadlines ahead of them: recording each outcome, waking the timer, starting.
+    allowed = rounds * TIMEOUT_S + 2 * SLACK_S
+    assert all(lateness <= allowed for lateness in late.values()), late
     assert {rows[r].state for r in drips} == {"done"}
