@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
@@ -18,7 +19,7 @@ from sqlalchemy import insert, select
 
 from rewake.context import Context
 from rewake.db.engine import Database
-from rewake.db.models import MarkRow, RunRow, SessionRow
+from rewake.db.models import MarkRow, RunRow, SessionRow, TimelineRow
 from rewake.marks.service import set_auto_resume
 from rewake.parsers import parse
 from rewake.reports.failures import FailureReport, report_failure
@@ -184,3 +185,35 @@ def free_port() -> int:
         probe.bind(("127.0.0.1", 0))
         port: int = probe.getsockname()[1]
         return port
+
+
+def mark_events(database: Database, event: str) -> dict[int, datetime]:
+    """When each mark's session timeline first records `event` for it, by mark id (e.g.
+    mark_uncertain: every mark that was ever reaped uncertain, whatever it ended as)."""
+    stmt = (
+        select(TimelineRow.mark_id, TimelineRow.at)
+        .where(TimelineRow.event == event)
+        .order_by(TimelineRow.id)
+    )
+    with database.reader() as db:
+        rows = db.execute(stmt).all()
+    first: dict[int, datetime] = {}
+    for mark_id, at in rows:
+        if mark_id is not None:
+            first.setdefault(int(mark_id), at)
+    return first
+
+
+@contextmanager
+def fresh_database_url(kind: str, folder: Path) -> Iterator[str]:
+    """A migrated database no other test uses, for a sweeper that claims whatever is due: a
+    SQLite file in `folder`, or a PostgreSQL schema of its own (skipped when none is set)."""
+    from conftest import fresh_postgres_schema, migrate
+
+    if kind == "postgres":
+        with fresh_postgres_schema() as url:
+            yield url
+        return
+    url = f"sqlite:///{folder / f'{uuid.uuid4().hex[:8]}.db'}"
+    migrate(url)
+    yield url

@@ -58,11 +58,13 @@ def start_allowed_at(load: AccountLoad, rules: PacingRules, now: datetime) -> da
 
 @dataclass(slots=True)
 class StartPlan(Generic[T]):
-    """Which candidates start now, and for the others when to look again (None: when a send
-    of the account finishes)."""
+    """Which candidates start now, for those pacing holds when to look again (None: when a
+    send of the account finishes), and those left for later because `limit` starts were
+    planned already (nothing holds them but a free worker)."""
 
     start: list[T] = field(default_factory=list)
     wait: dict[T, datetime | None] = field(default_factory=dict)
+    later: list[T] = field(default_factory=list)
 
 
 def plan_starts(
@@ -70,14 +72,20 @@ def plan_starts(
     loads: dict[str, AccountLoad],
     rules: PacingRules,
     now: datetime,
+    *,
+    limit: int | None = None,
 ) -> StartPlan[T]:
-    """Decide, in order, which of `candidates` (item, account_key) may start at `now`.
+    """Decide, in order, which of `candidates` (item, account_key) may start at `now`, at most
+    `limit` of them (None: no limit); the ones past the limit are left for later, unjudged.
 
     Items without an account are never paced. `loads` is updated as starts are planned, so a
     second item of one account sees the first one's start.
     """
     plan: StartPlan[T] = StartPlan()
     for item, account in candidates:
+        if limit is not None and len(plan.start) >= limit:
+            plan.later.append(item)
+            continue
         if account is None:
             plan.start.append(item)
             continue

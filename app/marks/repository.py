@@ -329,12 +329,17 @@ def expire_host_unseen(
     return list(db.scalars(stmt, execution_options=_RETURN))
 
 
-def uncertain_marks(db: Session, limit: int) -> list[MarkRow]:
-    """Uncertain marks with an attempt key, oldest change first."""
+def uncertain_marks(db: Session, limit: int, *, after_id: int = 0) -> list[MarkRow]:
+    """Up to `limit` uncertain marks with an attempt key, in id order from the first after
+    `after_id` (where the previous round of lookups stopped)."""
     stmt = (
         select(MarkRow)
-        .where(col(MarkRow.state) == MarkState.UNCERTAIN, col(MarkRow.attempt_key).is_not(None))
-        .order_by(col(MarkRow.updated_at), col(MarkRow.id))
+        .where(
+            col(MarkRow.state) == MarkState.UNCERTAIN,
+            col(MarkRow.attempt_key).is_not(None),
+            col(MarkRow.id) > after_id,
+        )
+        .order_by(col(MarkRow.id))
         .limit(limit)
     )
     return list(db.scalars(stmt, execution_options={"populate_existing": True}))

@@ -34,9 +34,14 @@ class SweeperConfig:
     #: How often a claim waiting for a send of its account to finish is looked at again (a
     #: send by another sweeper process finishes without telling this one).
     pacing_poll_s: float = 0.5
-    #: Claims a process may hold per worker (most wait for pacing, without a worker).
+    #: Claims a process may hold per worker at most (those waiting for pacing or for a free
+    #: worker stay claimed, their leases renewed); fewer when a lease holds fewer sends.
     claims_per_worker: int = 4
-    #: Uncertain marks asked about through the host's lookup route per sweep.
+    #: The longest one send may take (the executor's deadline), which bounds how many sends a
+    #: worker makes within one lease; None: sends are quick (the log executor).
+    send_timeout_s: float | None = None
+    #: Uncertain marks asked about through the host's lookup route per round of lookups (a
+    #: round runs beside each sweep; rewake.sweeper.reconcile).
     reconcile_batch: int = 20
     #: Tombstones of sessions deleted this many days ago are purged
     #: (REWAKE_TOMBSTONE_RETENTION_DAYS).
@@ -47,6 +52,18 @@ class SweeperConfig:
             raise ValueError("interval_s and lease_s must be positive, workers at least 1")
         if self.host_unseen_s is not None and self.host_unseen_s <= 0:
             raise ValueError("host_unseen_s must be positive (or None: off)")
+        if self.send_timeout_s is not None and self.send_timeout_s <= 0:
+            raise ValueError("send_timeout_s must be positive (or None: quick sends)")
+
+    @property
+    def claim_limit(self) -> int:
+        """How many claims one process may hold at once: no more than its workers can send
+        within one lease, each send taking up to `send_timeout_s` (at least one a worker), and
+        at most `claims_per_worker` a worker."""
+        per_worker = self.claims_per_worker
+        if self.send_timeout_s is not None:
+            per_worker = min(per_worker, int(self.lease_s // self.send_timeout_s))
+        return self.workers * max(1, per_worker)
 
     @classmethod
     def from_settings(cls, settings: Any) -> SweeperConfig:
@@ -70,4 +87,15 @@ class SweeperConfig:
             heartbeat_s=min(20.0, float(settings.sweep_interval_s)),
             jitter_s=min(2.0, float(settings.sweep_interval_s) / 10),
             tombstone_retention_days=int(settings.tombstone_retention_days),
+            send_timeout_s=_send_timeout_s(settings),
         )
+
+
+def _send_timeout_s(settings: Any) -> float | None:
+    """How long one send of the configured executor may take: the webhook's deadline for the
+    whole exchange, the time a command is watched before it counts as started."""
+    if settings.executor == "webhook":
+        return float(settings.webhook_timeout_s)
+    if settings.executor == "command" and float(settings.command_grace_s) > 0:
+        return float(settings.command_grace_s)
+    return None

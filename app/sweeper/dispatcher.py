@@ -1,10 +1,13 @@
-"""One sweeper process's sends: claim what is due, start what pacing allows, deliver on worker
-threads, record each outcome.
+"""One sweeper process's sends: claim what is due, start what pacing allows and a free worker
+can send at once, deliver on worker threads, record each outcome.
 
-Claims waiting for pacing stay in a local backlog, their leases renewed, so a busy account
-does not bounce its marks between sweepers. A sweeper claims nothing while all its workers are
-busy, holds a bounded number of claims per worker, and does not claim more marks of an account
-than the account may have in flight while earlier ones still wait here.
+A mark turns `sending` (its lease and its signed timestamp start then) only when a worker is
+free to send it: one start moves no more claims than there are free workers, so no send waits
+in a queue while its lease runs out. Claims waiting for pacing or for a worker stay `claimed`
+in a local backlog, their leases renewed, so a busy account does not bounce its marks between
+sweepers. A sweeper claims nothing while all its workers are busy, holds no more claims than
+its workers can send within one lease (`SweeperConfig.claim_limit`), and does not claim more
+marks of an account than the account may have in flight while earlier ones still wait here.
 """
 
 from __future__ import annotations
@@ -75,13 +78,12 @@ class Dispatcher:
 
     def capacity(self) -> int:
         """How many more marks this process may claim now: none while every worker is busy,
-        else up to `claims_per_worker` per worker, waiting claims and sends included. Claims
-        held back by pacing wait without a worker, their leases renewed."""
+        else up to `claim_limit` in all, sends and waiting claims included. Claims held back
+        by pacing, or waiting for a worker, stay claimed without one, their leases renewed."""
         with self._lock:
             if self._closed or self._busy >= self.config.workers:
                 return 0
-            limit = self.config.workers * self.config.claims_per_worker
-            return max(0, limit - self._busy - len(self._backlog))
+            return max(0, self.config.claim_limit - self._busy - len(self._backlog))
 
     def saturated_accounts(self) -> list[str]:
         """Accounts with as many claims waiting here as they may have in flight."""
@@ -92,10 +94,13 @@ class Dispatcher:
 
     def next_wake(self) -> datetime | None:
         """When a waiting claim should be looked at again (on the database's clock): its next
-        chance to start, or the time to renew its lease, whichever comes first."""
+        chance to start, or the time to renew its lease, whichever comes first. While every
+        worker is busy only renewals count: a finished send wakes the timer (`on_change`)."""
         half_lease = timedelta(seconds=self.config.lease_s / 2)
         with self._lock:
             renewals = [claim.lease_until - half_lease for claim in self._backlog.values()]
+            if self._busy >= self.config.workers:
+                return min(renewals, default=None)
             return min([*self._retry_at.values(), *renewals], default=None)
 
     def backlog(self) -> list[step.Claim]:
@@ -141,11 +146,18 @@ class Dispatcher:
                 self._backlog[claim.mark_id] = claim
                 self._retry_at[claim.mark_id] = now
         ready = [self._backlog[mark_id] for mark_id, at in self._retry_at.items() if at <= now]
-        if not ready:
+        free = self.config.workers - self._busy
+        if not ready or free <= 0:
             return 0
+        # No more sends start than workers are free, so each leaves as it turns `sending`; the
+        # claims past that stay ready here (`started.queued`) for the next free worker. The
+        # clock is read again, so that the leases and sent_at do not start before the renewals
+        # and the claim just made (never earlier than `now`: all of this was due by then).
+        now = max(now, self._edge(self.clock() + self.db_offset))
         started = step.start(
-            self.database, now, ready, self.config.pacing, lease_s=self.config.lease_s
-        )
+            self.database, now, ready, self.config.pacing, lease_s=self.config.lease_s,
+            limit=free,
+        )  # fmt: skip
         for mark_id in started.dropped + started.released:
             self._forget(mark_id)
         poll = now + timedelta(seconds=self.config.pacing_poll_s)

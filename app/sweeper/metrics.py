@@ -40,7 +40,7 @@ class SweeperMetrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.sweep_duration = Histogram(
             "rewake_sweep_duration_seconds",
-            "Time one sweep took (reap, expire, reconcile, claim and start)",
+            "Time one sweep took (reap, expire, claim and start; lookups run beside it)",
             registry=registry,
         )
         self.claims = Counter(

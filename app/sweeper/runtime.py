@@ -1,5 +1,6 @@
 """The sweeper process: APScheduler for the interval sweep and the heartbeat, the precise timer
-for due marks, worker threads for sends.
+for due marks, worker threads for sends, and a thread for lookups of uncertain marks (so a slow
+lookup route never holds up the sweep's reaping and claiming).
 
 APScheduler 3.11 runs with an in-memory job store (never shared between processes: the marks
 table is the only source of truth), in UTC, with `misfire_grace_time=None` (a sweep missed
@@ -32,6 +33,7 @@ from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.dispatcher import Dispatcher
 from rewake.sweeper.metrics import SweeperMetrics
 from rewake.sweeper.notify import Notifier
+from rewake.sweeper.reconcile import Reconciler
 from rewake.sweeper.timer import PreciseTimer, TimerHooks, utc_now
 from rewake.sweeper.watch import ChangeWatcher, PollingWatcher
 
@@ -79,6 +81,10 @@ class Sweeper:
             database, executor, config, metrics, sweeper_id=self.sweeper_id, clock=clock,
             on_change=self._wake, notifier=notifier,
         )  # fmt: skip
+        self.reconciler = Reconciler(
+            database, executor, batch=config.reconcile_batch, budget_s=config.interval_s,
+            clock=clock,
+        )  # fmt: skip
         self.timer = PreciseTimer(
             TimerHooks(
                 fire=self.dispatcher.fire,
@@ -101,8 +107,9 @@ class Sweeper:
     # -- the jobs ------------------------------------------------------------------------
 
     def sweep(self, now: datetime) -> None:
-        """The safety net: reap lost leases, expire stale marks, purge old tombstones,
-        reconcile uncertain ones, and claim whatever is due that the timer has not."""
+        """The safety net: reap lost leases, expire stale marks, purge old tombstones, claim
+        whatever is due that the timer has not, then ask for a round of lookups of uncertain
+        marks (beside the sweep once started: see rewake.sweeper.reconcile)."""
         with self.metrics.sweep_duration.time():
             done = step.housekeeping(
                 self.database,
@@ -119,10 +126,8 @@ class Sweeper:
             if self.notifier is not None:
                 for row in done.uncertain + done.expired:
                     self.notifier.mark_changed(row, now)
-            step.reconcile_uncertain(
-                self.database, now, self.executor, limit=self.config.reconcile_batch
-            )
             self.dispatcher.fire(now)
+        self.reconciler.kick()
 
     def now(self) -> datetime:
         """The edge: the database's clock on PostgreSQL, this machine's on SQLite."""
@@ -166,6 +171,7 @@ class Sweeper:
             self.sweep_job, "interval", seconds=self.config.interval_s, id="sweep",
             jitter=self.config.jitter_s, next_run_time=now + timedelta(seconds=0.1),
         )  # fmt: skip
+        self.reconciler.start()
         self.scheduler.start()
         self._timer_thread = threading.Thread(
             target=self.timer.run, name="rewake-timer", daemon=True
@@ -182,6 +188,7 @@ class Sweeper:
         if self.scheduler.running:
             self.scheduler.shutdown(wait=True)
         self.dispatcher.close(self.now())
+        self.reconciler.stop(timeout_s=(self.config.send_timeout_s or 5.0) + 1.0)
         self.watcher.close()
         self.executor.close()
         if self.notifier is not None:

@@ -8,7 +8,7 @@ when a mark is due.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -200,13 +200,15 @@ def claim_or_expire(
 @dataclass(slots=True)
 class Started:
     """The outcome of one start: deliveries to send now, claims that wait for pacing (with
-    the instant to look again, None: when a send of the account finishes), and claims that
-    are no longer this sweeper's (cleared, deleted, reaped, or released because their due_at
-    moved later)."""
+    the instant to look again, None: when a send of the account finishes), claims that stay
+    claimed until a worker is free (`queued`: past the start's limit), and claims that are no
+    longer this sweeper's (cleared, deleted, reaped, or released because their due_at moved
+    later)."""
 
     now: datetime
     deliveries: list[Delivery] = field(default_factory=list)
     waiting: dict[int, datetime | None] = field(default_factory=dict)
+    queued: list[int] = field(default_factory=list)
     dropped: list[int] = field(default_factory=list)
     released: list[int] = field(default_factory=list)
 
@@ -218,9 +220,13 @@ def start(
     rules: PacingRules,
     *,
     lease_s: float,
+    limit: int | None = None,
 ) -> Started:
-    """Move the claims that pacing lets start from claimed to sending, in one durable commit
-    (synchronous=FULL on SQLite): nothing is sent before this returns.
+    """Move the claims that pacing lets start from claimed to sending, at most `limit` of them
+    (earliest due first), in one durable commit (synchronous=FULL on SQLite): nothing is sent
+    before this returns, and each delivery returned must leave at once, as its lease and its
+    sent_at (the signed timestamp) start at `now`. The caller passes as `limit` the sends it
+    can make now (its free workers); the claims past it stay claimed.
 
     Each mark is re-read under a lock: a claim lost to a clear, a delete or the reaper is
     dropped, and one whose due_at was moved later (an account hold) goes back to armed, so a
@@ -246,8 +252,9 @@ def start(
             for mark_id, row in sorted(rows.items(), key=lambda item: (item[1].due_at, item[0]))
         ]
         loads = mark_repo.account_loads(db, accounts_of(candidates))
-        plan = plan_starts(candidates, loads, rules, now)
+        plan = plan_starts(candidates, loads, rules, now, limit=limit)
         started.waiting.update(plan.wait)
+        started.queued.extend(plan.later)
         sessions = mark_repo.cli_session_ids(db, [rows[mark_id] for mark_id in plan.start])
         mark_repo.record_starts(
             db,
@@ -321,22 +328,55 @@ class Reconciled:
     state: str
 
 
+@dataclass(frozen=True, slots=True)
+class Reconciliation:
+    """One round of lookups: the marks settled, how many were asked about, and the id the
+    next round starts after (0: from the first uncertain mark again)."""
+
+    settled: list[Reconciled]
+    asked: int
+    next_after_id: int
+
+
 def reconcile_uncertain(
-    database: Database, now: datetime, executor: Executor, *, limit: int = 20
-) -> list[Reconciled]:
-    """Ask the host's lookup route about uncertain marks: seen -> done, never seen -> failed
-    (not_sent). No answer leaves the mark uncertain; nothing is ever re-sent."""
+    database: Database,
+    now: datetime,
+    executor: Executor,
+    *,
+    limit: int = 20,
+    after_id: int = 0,
+    clock: Callable[[], datetime] | None = None,
+    keep_going: Callable[[], bool] = lambda: True,
+) -> Reconciliation:
+    """Ask the host's lookup route about up to `limit` uncertain marks, taking them in turn
+    (id order from the first after `after_id`, then from the start): seen -> done, never seen
+    -> failed (not_sent). No answer leaves the mark uncertain, to be asked about again in a
+    later round; nothing is ever re-sent. With `clock`, each lookup and each settle reads it
+    (a round may take a while: each lookup may take the executor's whole deadline), else
+    all happen at `now`. The round stops early once `keep_going()` is false."""
     with database.reader() as db:
-        candidates = mark_repo.uncertain_marks(db, limit)
+        candidates = mark_repo.uncertain_marks(db, limit, after_id=after_id)
+        if len(candidates) < limit and after_id > 0:
+            wrapped = mark_repo.uncertain_marks(db, limit - len(candidates))
+            candidates += [row for row in wrapped if row.id is not None and row.id <= after_id]
     settled: list[Reconciled] = []
+    asked = 0
+    last_id = 0
     for row in candidates:
-        found = executor.lookup(delivery_of(row, row.updated_at, None), now)
+        if not keep_going():
+            break
+        at = now if clock is None else clock()
+        found = executor.lookup(delivery_of(row, row.updated_at, None), at)
+        asked += 1
+        last_id = row.id or 0
         if found is None:
             continue
-        result = _settle_uncertain(database, now, row, found)
+        if clock is not None:
+            at = database_clock(database, clock())
+        result = _settle_uncertain(database, at, row, found)
         if result is not None:
             settled.append(result)
-    return settled
+    return Reconciliation(settled, asked, last_id)
 
 
 def _settle_uncertain(

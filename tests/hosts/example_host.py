@@ -78,6 +78,10 @@ class HostState:
     refuse: dict[str, tuple[int, str]] = field(default_factory=dict)
     #: Seconds to hold every resume before answering (a slow host).
     delay_s: float = 0.0
+    #: Seconds to hold every lookup before answering (a slow lookup route).
+    lookup_delay_s: float = 0.0
+    #: (Unix time it arrived, key) of every signed lookup.
+    lookups: list[tuple[float, str]] = field(default_factory=list)
     in_flight: Counter[str] = field(default_factory=Counter)
     max_in_flight: Counter[str] = field(default_factory=Counter)
     #: Every request in arrival order: kind (resume, lookup, notify), id, status, problem.
@@ -164,6 +168,10 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         if problem is not None:
             return self._problem(400 if problem == "key_mismatch" else 401, problem)
+        with state.lock:
+            state.lookups.append((time.time(), key))
+        if state.lookup_delay_s:
+            time.sleep(state.lookup_delay_s)
         with state.lock:
             if key in state.answers:
                 status, _ = state.answers[key]

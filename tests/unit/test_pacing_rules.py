@@ -58,6 +58,18 @@ def test_zero_stagger_fills_the_in_flight_limit() -> None:
     assert plan.wait == {2: None, 3: None, 4: None}
 
 
+def test_plan_starts_no_more_than_the_limit() -> None:
+    """With a limit (the free workers), no more start; the rest are left for later unjudged,
+    and a mark pacing holds does not use up the limit."""
+    candidates = [(1, "acct"), (2, "acct"), (3, None), (4, "other"), (5, None)]
+    loads: dict[str, AccountLoad] = {}
+    plan = plan_starts(candidates, loads, RULES, NOW, limit=2)
+    assert plan.start == [1, 3]
+    assert plan.wait == {2: NOW + timedelta(seconds=3)}
+    assert plan.later == [4, 5]
+    assert "other" not in loads  # the account of a mark left for later is not charged
+
+
 def test_rules_refuse_nonsense() -> None:
     """A limit below one or a negative stagger is a configuration error."""
     with pytest.raises(ValueError, match="max_in_flight"):

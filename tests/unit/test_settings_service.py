@@ -119,3 +119,25 @@ def test_configuration_errors_name_the_variable_and_hide_secrets() -> None:
     assert "REWAKE_PORT: Input should be less than or equal to 65535 (got 70000)" in said
     assert "REWAKE_API_TOKENS must be name:secret pairs" in said
     assert "hunter2" not in said and "port" not in said.replace("REWAKE_PORT", "")
+
+@pytest.mark.parametrize(
+    ("settings", "claims"),
+    [
+        # 16 workers, 5 s a send at most, 10 s a lease: two sends a worker a lease.
+        ({"executor": "webhook", "webhook_timeout_s": 5, "sweep_lease_s": 10}, 32),
+        # The default 30 s timeout and 120 s lease: four a worker, the most a worker holds.
+        ({"executor": "webhook"}, 64),
+        # A lease barely over the timeout (the lease is at least timeout + 5 s): one a worker.
+        ({"executor": "webhook", "webhook_timeout_s": 60, "sweep_lease_s": 10}, 16),
+        ({"executor": "log"}, 64),
+    ],
+)
+def test_sweeper_claims_only_what_its_workers_send_within_a_lease(
+    settings: dict[str, object], claims: int
+) -> None:
+    """A sweeper holds at most the claims its workers can send within one lease, each send
+    taking up to the executor's deadline, and never more than four a worker."""
+    from rewake.sweeper.config import SweeperConfig
+
+    config = SweeperConfig.from_settings(Settings(**settings))  # type: ignore[arg-type]
+    assert config.claim_limit == claims
