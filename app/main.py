@@ -15,6 +15,7 @@ from rewake import __version__
 from rewake.api import ops, routes
 from rewake.api.deps import Services
 from rewake.api.metrics import Metrics, RequestTimer
+from rewake.api.openapi import install_openapi
 from rewake.api.problems import BodyLimit, install_problem_handlers, problem
 from rewake.context import ParseFn
 from rewake.db.engine import Database
@@ -66,6 +67,7 @@ def create_app(
     install_problem_handlers(app, metrics.problem)
     app.include_router(ops.router)
     app.include_router(routes.router)
+    install_openapi(app)  # the document at /openapi.json: problems, security, answers
     install_web(app)  # the page at `/`, after the API's handlers it defers to
     app.add_middleware(BodyLimit)
     # Outermost: nothing is read before the caller is known.

@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -25,6 +26,37 @@ logger = logging.getLogger("rewake.api")
 MAX_BODY_BYTES = 16 * 1024 * 1024
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
+
+
+class FieldError(BaseModel):
+    """One reason a request did not match the schema."""
+
+    loc: list[str] = Field(description="where: body, query, path, then the field's names")
+    msg: str
+    type: str
+
+
+class Problem(BaseModel):
+    """An error as `problem` writes it (RFC 9457 problem details with a stable `code`). Some
+    codes carry one more member, named here."""
+
+    type: str = Field(description="urn:rewake:problem:<code>")
+    title: str = Field(description="what the code means")
+    status: int
+    detail: str = Field(description="what happened, in words")
+    code: str = Field(description="the stable code (README: Errors)")
+    errors: list[FieldError] | None = Field(
+        default=None, description="invalid_request from the schema: the first 20 reasons"
+    )
+    refusal: str | None = Field(
+        default=None, description="reset_not_stated: the verdict's refusal code"
+    )
+    uncertain: list[dict[str, Any]] | None = Field(
+        default=None, description="mark_ambiguous: the uncertain marks (id, run_id, attempt)"
+    )
+    checks: dict[str, dict[str, Any]] | None = Field(
+        default=None, description="not_ready: each readiness check and whether it passed"
+    )
 
 
 def problem(status: int, code: str, detail: str, **extra: Any) -> JSONResponse:
