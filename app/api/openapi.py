@@ -15,14 +15,18 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from rewake.api.problems import Problem
+from rewake.api.problems import MEMBERS, Problem, ProblemMembers
 from rewake.errors import CODES
 from rewake.security.auth import Auth
 
+#: Where the document is served (`rewake.api.ops`), for `/docs` to load.
+OPENAPI_PATH = "/openapi.json"
 PROBLEM_JSON = "application/problem+json"
 #: The security scheme's name in the document.
 BEARER = "bearer"
-_PROBLEM_REF = "#/components/schemas/Problem"
+_REF_TEMPLATE = "#/components/schemas/{model}"
+_PROBLEM_REF = _REF_TEMPLATE.format(model="Problem")
+_MEMBERS = ProblemMembers.model_json_schema(ref_template=_REF_TEMPLATE)
 
 Responses = dict[int | str, dict[str, Any]]
 
@@ -53,15 +57,12 @@ def _problem(status: int, codes: list[str]) -> dict[str, Any]:
         description = "`invalid_request`: the body could not be read as JSON text"
     else:
         description = "\n".join(f"- `{code}`: {CODES[code][1]}" for code in codes)
-    schema = {
-        "allOf": [
-            {"$ref": _PROBLEM_REF},
-            {
-                "type": "object",
-                "properties": {"status": {"const": status}, "code": {"enum": codes}},
-            },
-        ]
-    }
+    properties: dict[str, Any] = {"status": {"const": status}, "code": {"enum": codes}}
+    for code in codes:
+        member = MEMBERS.get(code)
+        if member is not None and status != 400:
+            properties[member] = _MEMBERS["properties"][member]
+    schema = {"allOf": [{"$ref": _PROBLEM_REF}, {"type": "object", "properties": properties}]}
     response: dict[str, Any] = {
         "description": description,
         "content": {PROBLEM_JSON: {"schema": schema}},
@@ -92,9 +93,8 @@ def install_openapi(app: FastAPI) -> None:
 def _complete(document: dict[str, Any]) -> None:
     components = document.setdefault("components", {})
     schemas = components.setdefault("schemas", {})
-    problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
-    schemas.update(problem.pop("$defs", {}))
-    schemas["Problem"] = problem
+    schemas["Problem"] = Problem.model_json_schema(ref_template=_REF_TEMPLATE)
+    schemas.update(_MEMBERS.get("$defs", {}))
     components["securitySchemes"] = {
         BEARER: {
             "type": "http",

@@ -36,27 +36,41 @@ class FieldError(BaseModel):
     type: str
 
 
+class UncertainMark(BaseModel):
+    """A mark left uncertain: which one to name when resolving."""
+
+    id: int
+    run_id: str
+    attempt: int
+
+
 class Problem(BaseModel):
-    """An error as `problem` writes it (RFC 9457 problem details with a stable `code`). Some
-    codes carry one more member, named here."""
+    """An error as `problem` writes it: RFC 9457 problem details with a stable `code` (some
+    codes add a member: `ProblemMembers`)."""
 
     type: str = Field(description="urn:rewake:problem:<code>")
     title: str = Field(description="what the code means")
     status: int
     detail: str = Field(description="what happened, in words")
     code: str = Field(description="the stable code (README: Errors)")
-    errors: list[FieldError] | None = Field(
-        default=None, description="invalid_request from the schema: the first 20 reasons"
-    )
-    refusal: str | None = Field(
-        default=None, description="reset_not_stated: the verdict's refusal code"
-    )
-    uncertain: list[dict[str, Any]] | None = Field(
-        default=None, description="mark_ambiguous: the uncertain marks (id, run_id, attempt)"
-    )
-    checks: dict[str, dict[str, Any]] | None = Field(
-        default=None, description="not_ready: each readiness check and whether it passed"
-    )
+
+
+class ProblemMembers(BaseModel):
+    """The members that some codes add to a problem (`MEMBERS` says which)."""
+
+    errors: list[FieldError] = Field(description="the first 20 reasons the schema refused")
+    refusal: str = Field(description="the verdict's refusal code")
+    uncertain: list[UncertainMark] = Field(description="the marks left uncertain")
+    checks: dict[str, dict[str, Any]] = Field(description="each check and whether it passed")
+
+
+#: The member a problem with this code may carry (invalid_request: when the schema refused).
+MEMBERS = {
+    "invalid_request": "errors",
+    "reset_not_stated": "refusal",
+    "mark_ambiguous": "uncertain",
+    "not_ready": "checks",
+}
 
 
 def problem(status: int, code: str, detail: str, **extra: Any) -> JSONResponse:
