@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from rewake.api import answers
 from rewake.api.deps import Actor, AppServices, RequestContext
-from rewake.api.openapi import problems
+from rewake.api.openapi import OPENAPI_PATH, problems
 from rewake.api.problems import problem
 from rewake.api.schemas import ParseBody
 from rewake.db import migrations
@@ -79,7 +79,7 @@ def metrics(services: AppServices, _who: Actor) -> Response:
     )
 
 
-@router.get("/openapi.json", include_in_schema=False)
+@router.get(OPENAPI_PATH, include_in_schema=False)
 def openapi(request: Request, _who: Actor) -> JSONResponse:
     return JSONResponse(request.app.openapi())
 
