@@ -210,3 +210,36 @@ def test_the_served_document_is_the_walked_one(api: Api) -> None:
     """GET /openapi.json on a live server is the document the walk generates requests from."""
     with api.client() as client:
         assert client.get("/openapi.json").json() == DOCUMENT
+
+
+#: A PostgreSQL address where nothing listens: every connection is refused at once.
+NO_DATABASE = "postgresql+psycopg://rewake@127.0.0.1:1/rewake"
+
+
+def test_every_route_answers_a_lost_database_as_declared() -> None:
+    """With the database unreachable, each route that reads it answers its declared 503
+    database_unavailable (/readyz: 503 not_ready); /healthz and /api/parse still answer 200."""
+    with serve_api(NO_DATABASE) as api:
+        for result in schema.get_all_operations():
+            operation = result.ok()
+            method, path = operation.method.upper(), operation.path
+            body = BODIES.get((method, path), NOT_SET)
+            if path == "/api/parse":
+                body = {"message": NOT_STATED}
+            parameters = {"root_id": "lost", "run_id": SEEDED_RUN}
+            case = operation.Case(
+                path_parameters={key: value for key, value in parameters.items() if key in path},
+                body=body,
+                media_type="application/json" if body is not NOT_SET else None,
+            )
+            response = case.call(base_url=api.url, headers=ALICE)
+            case.validate_response(
+                response, checks=CHECKS, excluded_checks=[checks.not_a_server_error]
+            )
+            declared = operation.definition.raw["responses"].get("503")
+            if path in ("/healthz", "/api/parse"):
+                assert response.status_code == 200, (method, path, response.text)
+            else:
+                assert declared is not None and response.status_code == 503, (method, path)
+                expected = "not_ready" if path == "/readyz" else "database_unavailable"
+                assert response.json()["code"] == expected, (method, path, response.text)
