@@ -15,6 +15,7 @@ from rewake import __version__
 from rewake.api import ops, routes
 from rewake.api.deps import Services
 from rewake.api.metrics import Metrics, RequestTimer
+from rewake.api.openapi import OPENAPI_PATH, install_openapi
 from rewake.api.problems import BodyLimit, install_problem_handlers, problem
 from rewake.context import ParseFn
 from rewake.db.engine import Database
@@ -66,6 +67,7 @@ def create_app(
     install_problem_handlers(app, metrics.problem)
     app.include_router(ops.router)
     app.include_router(routes.router)
+    install_openapi(app)  # the document at /openapi.json: problems, security, answers
     install_web(app)  # the page at `/`, after the API's handlers it defers to
     app.add_middleware(BodyLimit)
     # Outermost: nothing is read before the caller is known.
@@ -80,7 +82,9 @@ def _refusal(metrics: Metrics) -> Callable[[DomainError, Scope], ASGIApp]:
 
     def refuse(refused: DomainError, scope: Scope) -> ASGIApp:
         metrics.problem(refused.code)
-        if browser.is_page(scope.get("path", "")):
+        path = scope.get("path", "")
+        # The document is read by programs (the docs page's fetch too): a problem, never a page.
+        if browser.is_page(path) and path != OPENAPI_PATH:
             return page_refusal(refused, scope)
         return problem(refused.status, refused.code, refused.detail)
 

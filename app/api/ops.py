@@ -5,9 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
+from rewake.api import answers
 from rewake.api.deps import Actor, AppServices, RequestContext
+from rewake.api.openapi import OPENAPI_PATH, problems
 from rewake.api.problems import problem
 from rewake.api.schemas import ParseBody
 from rewake.db import migrations
@@ -18,12 +20,21 @@ from rewake.settings import SWEEPER_FRESH_S
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/healthz", summary="Liveness: the process answers (no auth, no database)")
+@router.get(
+    "/healthz",
+    summary="Liveness: the process answers (no auth, no database)",
+    response_model=answers.Health,
+)
 def healthz() -> JSONResponse:
     return JSONResponse({"status": "ok"})
 
 
-@router.get("/readyz", summary="Readiness: database, schema current, a sweeper seen in 90 s")
+@router.get(
+    "/readyz",
+    summary="Readiness: database, schema current, a sweeper seen in 90 s",
+    response_model=answers.Ready,
+    responses=problems("not_ready", database=False),  # a database that fails is not ready
+)
 def readyz(services: AppServices, _who: Actor) -> JSONResponse:
     now = services.clock()
     checks: dict[str, dict[str, object]] = {}
@@ -53,19 +64,32 @@ def readyz(services: AppServices, _who: Actor) -> JSONResponse:
     return JSONResponse({"status": "ready", "checks": checks})
 
 
-@router.get("/metrics", summary="Prometheus metrics")
+@router.get(
+    "/metrics",
+    summary="Prometheus metrics (the text exposition format)",
+    response_class=PlainTextResponse,  # what it answers; the route builds the response itself
+    responses={
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}}},
+        **problems(),  # rewake_marks is read from the database at each scrape
+    },
+)
 def metrics(services: AppServices, _who: Actor) -> Response:
     return Response(
         services.metrics.exposition(), media_type="text/plain; version=0.0.4; charset=utf-8"
     )
 
 
-@router.get("/openapi.json", include_in_schema=False)
+@router.get(OPENAPI_PATH, include_in_schema=False)
 def openapi(request: Request, _who: Actor) -> JSONResponse:
     return JSONResponse(request.app.openapi())
 
 
-@router.post("/api/parse", summary="Parse CLI output statelessly: the Verdict JSON")
+@router.post(
+    "/api/parse",
+    summary="Parse CLI output statelessly: the Verdict JSON",
+    response_model=answers.Verdict,
+    responses=problems("observed_at_naive", "observed_in_future", body=True, database=False),
+)
 def parse(body: ParseBody, ctx: RequestContext, services: AppServices) -> JSONResponse:
     observed_at = body.observed_at or ctx.now
     check_observed_at(observed_at, ctx.now)

@@ -12,6 +12,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
 from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -25,6 +26,51 @@ logger = logging.getLogger("rewake.api")
 MAX_BODY_BYTES = 16 * 1024 * 1024
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "body_too_large"}
+
+
+class FieldError(BaseModel):
+    """One reason a request did not match the schema."""
+
+    loc: list[str] = Field(description="where: body, query, path, then the field's names")
+    msg: str
+    type: str
+
+
+class UncertainMark(BaseModel):
+    """A mark left uncertain: which one to name when resolving."""
+
+    id: int
+    run_id: str
+    attempt: int
+
+
+class Problem(BaseModel):
+    """An error as `problem` writes it: RFC 9457 problem details with a stable `code` (some
+    codes add a member: `ProblemMembers`)."""
+
+    type: str = Field(description="urn:rewake:problem:<code>")
+    title: str = Field(description="what the code means")
+    status: int
+    detail: str = Field(description="what happened, in words")
+    code: str = Field(description="the stable code (README: Errors)")
+
+
+class ProblemMembers(BaseModel):
+    """The members that some codes add to a problem (`MEMBERS` says which)."""
+
+    errors: list[FieldError] = Field(description="the first 20 reasons the schema refused")
+    refusal: str = Field(description="the verdict's refusal code")
+    uncertain: list[UncertainMark] = Field(description="the marks left uncertain")
+    checks: dict[str, dict[str, Any]] = Field(description="each check and whether it passed")
+
+
+#: The member a problem with this code may carry (invalid_request: when the schema refused).
+MEMBERS = {
+    "invalid_request": "errors",
+    "reset_not_stated": "refusal",
+    "mark_ambiguous": "uncertain",
+    "not_ready": "checks",
+}
 
 
 def problem(status: int, code: str, detail: str, **extra: Any) -> JSONResponse:

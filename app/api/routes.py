@@ -13,8 +13,10 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
+from rewake.api import answers
 from rewake.api.deps import AppServices, Reader, RequestContext
 from rewake.api.json_body import TolerantJSONRoute
+from rewake.api.openapi import problems
 from rewake.api.schemas import (
     AttemptBody,
     AutoResumeBody,
@@ -38,6 +40,19 @@ router = APIRouter(prefix="/api/agent/runs", tags=["sessions"], route_class=Tole
 INLINE_PARSE_CHARS = 16_384
 
 
+#: A session's routes answer 404 for a root_id never seen, 410 while a deleted one's tombstone
+#: is kept; a malformed root_id (or run_id) is 422.
+ON_SESSION = ("invalid_request", "session_not_found", "session_deleted")
+#: Why auto-resume cannot be armed for the session's current failure (rewake.marks.rules).
+ARM_REFUSALS = (
+    "session_cancelled",
+    "not_paused_on_provider_limit",
+    "attempt_already_resumed",
+    "reset_not_stated",
+    "native_auto_continue",
+)
+
+
 def _answer(content: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(content, status_code=status)
 
@@ -48,7 +63,12 @@ def _refuse_reserved(root_id: str) -> None:
     refuse_reserved(root_id)
 
 
-@router.get("/tombstones/{root_id}", summary="What a deleted session was")
+@router.get(
+    "/tombstones/{root_id}",
+    summary="What a deleted session was",
+    response_model=answers.Tombstone,
+    responses=problems("invalid_request", "tombstone_not_found"),
+)
 def get_tombstone(root_id: RootId, ctx: RequestContext, db: Reader) -> JSONResponse:
     return _answer(session_views.tombstone_view(db, root_id, ctx))
 
@@ -57,6 +77,18 @@ def get_tombstone(root_id: RootId, ctx: RequestContext, db: Reader) -> JSONRespo
     "/{root_id}/runs/{run_id}/failures",
     status_code=201,
     summary="Report a failed attempt (201 when new, 200 for the same report again)",
+    response_description="a new report: what rewake made of it",
+    response_model=answers.FailureAnswer,
+    responses={
+        200: {"model": answers.FailureAnswer, "description": "the same report again: as stored"},
+        **problems(
+            "observed_at_naive",
+            "observed_in_future",
+            "attempt_already_reported",
+            "session_deleted",
+            body=True,
+        ),
+    },
 )
 async def report_failure(
     root_id: RootId, run_id: RunId, body: FailureBody, ctx: RequestContext, services: AppServices
@@ -81,7 +113,12 @@ async def report_failure(
     return _answer(answer, 201 if created else 200)
 
 
-@router.post("/{root_id}/runs/{run_id}/attempts", summary="An attempt started or completed")
+@router.post(
+    "/{root_id}/runs/{run_id}/attempts",
+    summary="An attempt started or completed",
+    response_model=answers.AttemptAnswer,
+    responses=problems("session_deleted", body=True),
+)
 async def record_attempt(
     root_id: RootId, run_id: RunId, body: AttemptBody, ctx: RequestContext, services: AppServices
 ) -> JSONResponse:
@@ -92,7 +129,12 @@ async def record_attempt(
     return _answer(answer)
 
 
-@router.post("/{root_id}/runs/{run_id}/resume", summary="A manual resume happened")
+@router.post(
+    "/{root_id}/runs/{run_id}/resume",
+    summary="A manual resume happened",
+    response_model=answers.ResumeAnswer,
+    responses=problems(*ON_SESSION, "run_not_found"),
+)
 async def manual_resume(
     root_id: RootId, run_id: RunId, ctx: RequestContext, services: AppServices
 ) -> JSONResponse:
@@ -103,7 +145,12 @@ async def manual_resume(
     return _answer(answer)
 
 
-@router.put("/{root_id}/auto-resume", summary="Turn auto-resume on or off")
+@router.put(
+    "/{root_id}/auto-resume",
+    summary="Turn auto-resume on or off",
+    response_model=answers.Mark,
+    responses=problems(*ON_SESSION, "recovery_in_progress", *ARM_REFUSALS, body=True),
+)
 async def put_auto_resume(
     root_id: RootId, body: AutoResumeBody, ctx: RequestContext, services: AppServices
 ) -> JSONResponse:
@@ -119,12 +166,24 @@ async def put_auto_resume(
     return _answer(mark)
 
 
-@router.get("/{root_id}/auto-resume", summary="The session's mark")
+@router.get(
+    "/{root_id}/auto-resume",
+    summary="The session's mark",
+    response_model=answers.Mark,
+    responses=problems(*ON_SESSION),
+)
 def get_auto_resume(root_id: RootId, ctx: RequestContext, db: Reader) -> JSONResponse:
     return _answer(marks.mark_view(db, root_id, ctx))
 
 
-@router.post("/{root_id}/auto-resume/resolve", summary="Settle an uncertain mark")
+@router.post(
+    "/{root_id}/auto-resume/resolve",
+    summary="Settle an uncertain mark",
+    response_model=answers.Mark,
+    responses=problems(
+        *ON_SESSION, "mark_not_found", "mark_not_uncertain", "mark_ambiguous", body=True
+    ),
+)
 async def resolve_auto_resume(
     root_id: RootId, body: ResolveBody, ctx: RequestContext, services: AppServices
 ) -> JSONResponse:
@@ -140,7 +199,12 @@ async def resolve_auto_resume(
     return _answer(mark)
 
 
-@router.post("/{root_id}/cancel", summary="Cancel the session (final)")
+@router.post(
+    "/{root_id}/cancel",
+    summary="Cancel the session (final)",
+    response_model=answers.Session,
+    responses=problems("invalid_request", "session_deleted"),
+)
 async def cancel(root_id: RootId, ctx: RequestContext, services: AppServices) -> JSONResponse:
     _refuse_reserved(root_id)
     view = await services.database.write(lambda db: actions.cancel_session(db, root_id, ctx))
@@ -148,19 +212,34 @@ async def cancel(root_id: RootId, ctx: RequestContext, services: AppServices) ->
     return _answer(view)
 
 
-@router.delete("/{root_id}", summary="Delete a finished or cancelled session")
+@router.delete(
+    "/{root_id}",
+    summary="Delete a finished or cancelled session",
+    response_model=answers.Tombstone,
+    responses=problems(*ON_SESSION, "session_active", "recovery_in_progress"),
+)
 async def delete(root_id: RootId, ctx: RequestContext, services: AppServices) -> JSONResponse:
     tombstone = await services.database.write(lambda db: actions.delete_session(db, root_id, ctx))
     log_event(logger, "session_deleted", root_id=root_id, actor=ctx.actor)
     return _answer(tombstone)
 
 
-@router.get("/{root_id}", summary="A session: runs, attempts, failures, mark, timeline")
+@router.get(
+    "/{root_id}",
+    summary="A session: runs, attempts, failures, mark, timeline",
+    response_model=answers.Session,
+    responses=problems(*ON_SESSION),
+)
 def get_session(root_id: RootId, ctx: RequestContext, db: Reader) -> JSONResponse:
     return _answer(session_views.session_view(db, root_id, ctx))
 
 
-@router.get("", summary="Sessions, most recently changed first")
+@router.get(
+    "",
+    summary="Sessions, most recently changed first",
+    response_model=answers.SessionList,
+    responses=problems("invalid_request"),
+)
 def list_sessions(
     ctx: RequestContext,
     db: Reader,

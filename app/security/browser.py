@@ -42,8 +42,9 @@ def is_open(path: str) -> bool:
 
 
 def is_page(path: str) -> bool:
-    """A path the web page renders as HTML (the list and the session pages)."""
-    return path == "/" or path.startswith("/sessions/")
+    """A path a browser opens as a page: the list, the session pages, the API docs and the
+    OpenAPI document they load."""
+    return path in ("/", "/docs", "/openapi.json") or path.startswith("/sessions/")
 
 
 def cookie_secret(headers: dict[bytes, bytes]) -> str | None:

@@ -12,7 +12,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from rewake.security.browser import STATIC_PREFIX
-from rewake.web import routes, signin
+from rewake.web import apidocs, routes, signin
 from rewake.web.render import STATIC_DIR, error_page
 
 Handler = Callable[[Request, Exception], Awaitable[Response]]
@@ -25,6 +25,7 @@ def install_web(app: FastAPI) -> None:
     """The page routes, `/static`, and HTML error pages for browsers outside the API."""
     app.include_router(signin.router)
     app.include_router(routes.router)
+    app.include_router(apidocs.router)
     app.mount(STATIC_PREFIX.rstrip("/"), StaticFiles(directory=STATIC_DIR), name="static")
     api_answer = cast(Handler, app.exception_handlers[HTTPException])
 

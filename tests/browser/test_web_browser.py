@@ -287,6 +287,28 @@ def test_the_pages_keep_to_their_content_security_policy(
         tab.context.close()
 
 
+def test_the_api_docs_show_every_operation(browser: Any, site: Api) -> None:
+    """/docs, signed in with the cookie, runs Swagger UI on /openapi.json under the pages'
+    policy: every operation of the document is listed, and the policy blocks only the inline
+    data: icons of Swagger UI's stylesheet."""
+    with site.client(ALICE) as client:
+        document = client.get("/openapi.json").json()
+    operations = sum(len(methods) for methods in document["paths"].values())
+    tab = open_page(browser, site)
+    said: list[str] = []
+    tab.on("console", lambda message: said.append(message.text))
+    try:
+        tab.goto(site.url + "/docs")
+        blocks = tab.locator(".opblock")
+        blocks.nth(operations - 1).wait_for()
+        assert blocks.count() == operations
+        assert tab.locator(".info .title").inner_text().startswith("rewake")
+        blocked = [text for text in said if "Content Security Policy" in text]
+        assert all("'data:image/" in text for text in blocked), blocked
+    finally:
+        tab.context.close()
+
+
 def test_another_page_cannot_frame_rewake(browser: Any, site: Api) -> None:
     """frame-ancestors 'none': a page that puts rewake in a frame (to trick a click) gets an
     empty error frame instead of the form."""

@@ -107,7 +107,7 @@ def test_installed_wheel_answers_python_m_rewake(installed: Path, tmp_path: Path
 
 def test_installed_wheel_serves_the_web_page(installed: Path, tmp_path: Path) -> None:
     """A wheel install carries the page's templates and static files: `rewake serve` from it
-    renders / and serves its stylesheet and script."""
+    renders / and /docs and serves their stylesheets and scripts (Swagger UI's included)."""
     port = free_port()
     server = subprocess.Popen(
         [str(installed / "bin" / "rewake"), "serve", "--port", str(port), "--no-sweeper"],
@@ -126,7 +126,11 @@ def test_installed_wheel_serves_the_web_page(installed: Path, tmp_path: Path) ->
         assert wait_until(up, 60), f"rewake serve exited {server.poll()}"
         page = httpx.get(f"{base}/", timeout=10)
         assert page.status_code == 200 and "<h1" in page.text and "Sessions" in page.text
-        for asset in ("rewake.css", "rewake.js"):
+        docs = httpx.get(f"{base}/docs", timeout=10)
+        assert docs.status_code == 200 and "swagger-ui-bundle.js" in docs.text
+        assets = ("rewake.css", "rewake.js", "docs.js", "swagger-ui/swagger-ui-bundle.js",
+                  "swagger-ui/swagger-ui.css")  # fmt: skip
+        for asset in assets:
             assert httpx.get(f"{base}/static/{asset}", timeout=10).status_code == 200, asset
     finally:
         server.terminate()
