@@ -137,6 +137,7 @@ def resolve(
             ctx.observed_at,
             limit=timeres.window(provider, scope),
             form=form,
+            dateless_tomorrow=provider == "claude",
         )
     if bare_time == "same_day":
         return timeres.same_day_time(hour, minute, tz, ctx.observed_at, form=form)
@@ -147,6 +148,7 @@ def resolve(
         ctx.observed_at,
         limit=timeres.time_of_day_window(provider, scope),
         form=form,
+        dateless_tomorrow=provider == "claude",
     )
 
 

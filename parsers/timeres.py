@@ -199,6 +199,7 @@ def _next_occurrence(
     limit: timedelta,
     form: Form,
     what: str,
+    dateless_tomorrow: bool,
 ) -> Resolved:
     """Rule 3a: of the wall time on these days (in order), the first whose printed minute has
     not passed at observed_at, within `limit`. Only when that one lies beyond the window does
@@ -218,7 +219,7 @@ def _next_occurrence(
             continue
         if _earliest(reading) <= observed_at + limit:
             following = readings[index + 1][1] if index + 1 < len(readings) else None
-            later = _printed_alike(at, following, observed_at, limit)
+            later = _printed_alike(at, following, observed_at, limit) if dateless_tomorrow else None
             return Reset(later or at, 60, form)
         if passed is not None and passed >= observed_at - GRACE:
             return Reset(passed, 60, form)
@@ -235,7 +236,8 @@ def _printed_alike(
 ) -> datetime | None:
     """The next occurrence, when the text cannot tell it from `at` and the window admits it.
 
-    Claude prints no date for a reset under 24 h ahead. While the printed minute is under way
+    Claude prints no date for a reset under 24 h ahead (Gemini prints one for any reset on
+    another day, so its bare time is never tomorrow's). While the printed minute is under way
     at observed_at, the next occurrence is under 24 h ahead too and would be printed alike (a
     reset 23 h 59 min ahead reads "3:28am" at 03:28:41). Reading `at` would then be a day early
     if the CLI meant the other; the later is never early (rule 2), as for a time that passed
@@ -256,15 +258,17 @@ def next_time_of_day(
     *,
     limit: timedelta,
     form: Form,
+    dateless_tomorrow: bool = False,
 ) -> Resolved:
     """Rule 3a for a time without a date: its first occurrence in the zone whose printed
-    minute has not passed, which must lie within `limit` of observed_at."""
+    minute has not passed, which must lie within `limit` of observed_at. `dateless_tomorrow`:
+    the CLI prints tomorrow's reset without a date too (Claude), see `_printed_alike`."""
     # From the day before observed_at's local date: a passed time may stand (the grace).
     first_day = (observed_at - GRACE).astimezone(zone).date()
     days = (first_day + timedelta(days=offset) for offset in range(4))
     return _next_occurrence(
         days, hour, minute, zone, observed_at, limit=limit, form=form,
-        what=f"{hour:02d}:{minute:02d}",
+        what=f"{hour:02d}:{minute:02d}", dateless_tomorrow=dateless_tomorrow,
     )  # fmt: skip
 
 
@@ -280,6 +284,7 @@ def next_weekday_time(
     *,
     limit: timedelta,
     form: Form,
+    dateless_tomorrow: bool = False,
 ) -> Resolved:
     """Rule 3a for "resets Tuesday 9am" (weekday 0 = Monday): the first such weekday at that
     time whose printed minute has not passed, within `limit`."""
@@ -292,6 +297,7 @@ def next_weekday_time(
     return _next_occurrence(
         days, hour, minute, zone, observed_at, limit=limit, form=form,
         what=f"{_WEEKDAY_NAMES[weekday]} {hour:02d}:{minute:02d}",
+        dateless_tomorrow=dateless_tomorrow,
     )  # fmt: skip
 
 

@@ -300,9 +300,13 @@ def passed_expectation(scenario: Scenario, after_s: int) -> set[str] | None:
     short_scope = scenario.family.name in SHORT_SCOPE_TIMES and rendered.shape == "time_of_day"
     if rendered.shape == "time_of_day" and rendered.provider != "codex" and moments_ago:
         # Rule 3a: the grace stands only where the next occurrence is outside the window; in a
-        # window that admits it, a passed time, or one whose printed minute is under way (the
-        # next day's would be printed alike), is the next day's: never a day early.
-        return set() if short_scope else {NEXT_DAY}
+        # window that admits it, a passed time is the next day's, and so is one whose printed
+        # minute is under way where the CLI prints tomorrow's reset alike (Claude, no date under
+        # 24 h); Gemini dates another day's reset, so its minute under way is today's.
+        printed_minute = scenario.true_reset.replace(second=0, microsecond=0)
+        minute_not_passed = observed < printed_minute + timedelta(minutes=1)
+        dated_elsewhere = rendered.provider == "gemini"
+        return set() if short_scope or (minute_not_passed and dated_elsewhere) else {NEXT_DAY}
     if short_scope and 11 * MINUTE <= after_s <= 17 * HOUR:
         return {"stale", "out_of_window", "nonexistent_local_time"}
     return None

@@ -126,18 +126,26 @@ def test_next_time_of_day_in_a_day_window_takes_tomorrow() -> None:
 
 
 def test_next_time_of_day_within_the_printed_minute_takes_the_later_in_a_day_window() -> None:
-    """A weekly 8:42pm seen at 20:42:59: tomorrow's 20:42 is under 24 h ahead and would be
-    printed alike, so it is the reading, never today's (a day early if the CLI meant it)."""
+    """A weekly 8:42pm seen at 20:42:59, from a CLI that prints tomorrow's reset without a date
+    too (Claude): tomorrow's 20:42 would be printed alike, so it is the reading, never today's
+    (a day early if the CLI meant it). From one that dates another day's (Gemini): today's."""
     observed = datetime(2026, 12, 1, 20, 42, 59, tzinfo=UTC)
-    result = next_time_of_day(20, 42, UTC, observed, limit=DAY_WINDOW, form="named_zone")
-    assert isinstance(result, Reset)
-    assert result.at == datetime(2026, 12, 2, 20, 42, tzinfo=UTC)
+    claude = next_time_of_day(
+        20, 42, UTC, observed, limit=DAY_WINDOW, form="named_zone", dateless_tomorrow=True
+    )
+    assert isinstance(claude, Reset)
+    assert claude.at == datetime(2026, 12, 2, 20, 42, tzinfo=UTC)
+    gemini = next_time_of_day(20, 42, UTC, observed, limit=DAY_WINDOW, form="named_zone")
+    assert isinstance(gemini, Reset)
+    assert gemini.at == datetime(2026, 12, 1, 20, 42, tzinfo=UTC)
 
 
 def test_next_time_of_day_keeps_the_current_minute_in_a_five_hour_window() -> None:
     """A five-hour 8:42pm seen at 20:42:59: tomorrow lies beyond the window, so today's."""
     observed = datetime(2026, 12, 1, 20, 42, 59, tzinfo=UTC)
-    result = next_time_of_day(20, 42, UTC, observed, limit=FIVE_HOURS, form="named_zone")
+    result = next_time_of_day(
+        20, 42, UTC, observed, limit=FIVE_HOURS, form="named_zone", dateless_tomorrow=True
+    )
     assert isinstance(result, Reset)
     assert result.at == datetime(2026, 12, 1, 20, 42, tzinfo=UTC)
 
