@@ -173,7 +173,7 @@ def countdowns(text: Text, ctx: Context) -> list[Finding]:
     Retry-After, so it also states when the limit lifts."""
     norm = text.norm
     found = []
-    for match in COUNTDOWN.pattern.finditer(norm):
+    for match in COUNTDOWN.finditer(norm):
         seconds = float(match.group("value"))
         # The error a countdown retries stands on its line or the one before (within reach).
         line_start = text.line_start(match.start())
