@@ -245,6 +245,27 @@ def _reach_ahead(text: str, position: int) -> int:
     return end
 
 
+def lines_led_by(
+    text: str, glyphs: str, indent: int, start: int = 0, end: int | None = None
+) -> list[int]:
+    """The starts of the lines in text[start:end] where one of the glyphs stands after at most
+    `indent` characters, in order: the only places a pattern that begins at a line's start
+    with its indentation and a glyph can match. Found from the glyphs, not by trying the
+    pattern at every line."""
+    heads = set()
+    for glyph in glyphs:
+        at = text.find(glyph, start, end)
+        while at >= 0:
+            look_from = max(at - indent - 1, 0)
+            newline = text.rfind("\n", look_from, at)
+            # No line break within reach: the line starts too far back, unless at the text's.
+            within_reach = newline >= 0 or look_from == 0
+            if within_reach and newline + 1 >= start:
+                heads.add(newline + 1)
+            at = text.find(glyph, at + 1, end)
+    return sorted(heads)
+
+
 def all_needles(*gated: Gated) -> tuple[str, ...]:
     """Every needle of these patterns: when none occurs, none of them can match. A needle that
     contains another adds nothing to that test and is left out."""
