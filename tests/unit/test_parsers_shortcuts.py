@@ -5,6 +5,9 @@ from __future__ import annotations
 import random
 import re
 
+import pytest
+
+from rewake.parsers import text as text_module
 from rewake.parsers.grammar import lines_led_by
 from rewake.parsers.structured import json_lines, may_hold_json
 from rewake.parsers.text import normalize
@@ -23,6 +26,23 @@ def test_bounded_line_looks_equal_line_bounds_capped_by_reach() -> None:
                 expected_end = min(text.line_end(offset), offset + reach)
                 assert text.line_start_within(offset, reach) == expected_start
                 assert text.line_end_within(offset, reach) == expected_end
+
+
+def test_line_bounds_equal_the_line_breaks_around_an_offset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """line_start and line_end give the line break before and after every offset, whether the
+    look along the line finds it or the list of every break is searched."""
+    monkeypatch.setattr(text_module, "_LINE_LOOK", 5)
+    rng = random.Random(12)
+    for _ in range(300):
+        original = "".join(rng.choice("ab \n" if rng.random() < 0.5 else "ab") for _ in range(40))
+        text = normalize(original)
+        norm = text.norm
+        for offset in range(len(norm) + 1):
+            assert text.line_start(offset) == norm.rfind("\n", 0, offset) + 1
+            following = norm.find("\n", offset)
+            assert text.line_end(offset) == (following if following >= 0 else len(norm))
 
 
 def test_lines_led_by_a_glyph_are_every_line_a_pattern_at_its_start_matches() -> None:
