@@ -139,11 +139,13 @@ class Gated:
     pattern that one of its lines opened.
     """
 
-    __slots__ = ("_case_blind_needle", "needles", "pattern")
+    __slots__ = ("_case_blind_needle", "_compiled", "flags", "needles", "regex")
 
     def __init__(self, regex: str, needles: tuple[str, ...], flags: int = 0) -> None:
-        self.pattern = re.compile(regex, flags)
+        self.regex = regex
+        self.flags = flags
         self.needles = needles
+        self._compiled: re.Pattern[str] | None = None
         # A case-blind pattern matches its needle in any case ("SpEnD"): it is found so too,
         # each spelling once.
         spellings = dict.fromkeys(needle.lower() for needle in needles)
@@ -152,6 +154,15 @@ class Gated:
             if flags & re.IGNORECASE
             else None
         )
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The regex, compiled when a text first opens the gate: `rewake parse` reads one
+        message, which opens a few of the patterns, and compiling them all would take longer
+        than the parse."""
+        if self._compiled is None:
+            self._compiled = re.compile(self.regex, self.flags)
+        return self._compiled
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         """The matches self.pattern.finditer(text) gives.
