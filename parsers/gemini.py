@@ -189,14 +189,15 @@ _COMMON = findings.CommonPatterns(
 #: Every gated pattern this scanner runs; a text that opens none holds nothing it reads.
 GATES = module_gates(globals())
 _GATE_SET = frozenset(GATES)
-_INDEX = GateIndex(GATES)
+#: Which of them a text opens; the pipeline asks it when the caller names this provider.
+INDEX = GateIndex(GATES)
 
 
 def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Every Gemini banner, failure and marker in the text."""
     norm = text.norm
     if opened is None:
-        opened = _INDEX.open(norm)
+        opened = INDEX.open(norm)
     if opened.isdisjoint(_GATE_SET):
         return []
     found: list[Finding] = []
