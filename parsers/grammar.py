@@ -183,18 +183,26 @@ class Gated:
                 yield match
 
     def _stretches(self, text: str) -> list[tuple[int, int]]:
-        """The stretches around the needles, in the order of the text, ones that touch joined."""
+        """The stretches around the needles, in the order of the text, ones that touch joined.
+        The look for a stretch's start stops at the stretch before it, and the look for its
+        end at the next needle: where they meet the two are one stretch, so each character is
+        looked at no more than twice however the needles and white space lie."""
+        spans = self._needle_spans(text)
         stretches: list[tuple[int, int]] = []
-        near: tuple[int, int] | None = None  # from the first to the last of nearby needles
-        for needle_start, needle_end in self._needle_spans(text):
-            if near is not None and needle_start - near[1] <= _SHARED_STRETCH_GAP:
-                near = (near[0], max(near[1], needle_end))
-                continue
-            if near is not None:
-                _add_stretch(stretches, text, near)
-            near = (needle_start, needle_end)
-        if near is not None:
-            _add_stretch(stretches, text, near)
+        index = 0
+        while index < len(spans):
+            first_start, last_end = spans[index]
+            index += 1
+            while index < len(spans) and spans[index][0] - last_end <= _SHARED_STRETCH_GAP:
+                last_end = max(last_end, spans[index][1])
+                index += 1
+            floor = stretches[-1][1] if stretches else 0
+            ceiling = spans[index][0] if index < len(spans) else len(text)
+            start = _reach_back(text, first_start, floor)
+            end = _reach_ahead(text, last_end, ceiling)
+            if stretches and start <= floor:
+                start = stretches.pop()[0]
+            stretches.append((start, end))
         return stretches
 
     def _needle_spans(self, text: str) -> list[tuple[int, int]]:
@@ -213,44 +221,34 @@ class Gated:
         return spans
 
 
-def _add_stretch(stretches: list[tuple[int, int]], text: str, needles: tuple[int, int]) -> None:
-    """Append the stretch around text[needles[0]:needles[1]], joined to the last if they touch."""
-    start = _reach_back(text, needles[0])
-    end = _reach_ahead(text, needles[1])
-    if stretches and start <= stretches[-1][1]:
-        joined_start, joined_end = stretches.pop()
-        start, end = joined_start, max(joined_end, end)
-    stretches.append((start, end))
-
-
 def _visible(piece: str) -> int:
     """How many characters of piece are not white space: str.split splits at the characters
     the regex's white-space class matches."""
     return sum(map(len, piece.split()))
 
 
-def _reach_back(text: str, position: int) -> int:
-    """A start before position with NEEDLE_REACH characters other than white space between
-    them, or 0. Each step looks back at least NEEDLE_REACH characters: a long run of white
-    space costs a few steps, not one per character."""
-    if position <= NEEDLE_REACH:  # too few characters of any kind before it
-        return 0
+def _reach_back(text: str, position: int, floor: int) -> int:
+    """A start at or after floor with NEEDLE_REACH characters other than white space from it
+    to position, or floor when there are fewer. Each step looks back at least NEEDLE_REACH
+    characters: a long run of white space costs a few steps, not one per character."""
+    if position - floor <= NEEDLE_REACH:  # too few characters of any kind
+        return floor
     start, missing = position, NEEDLE_REACH
-    while missing > 0 and start > 0:
-        step_start = max(start - max(2 * missing, NEEDLE_REACH), 0)
+    while missing > 0 and start > floor:
+        step_start = max(start - max(2 * missing, NEEDLE_REACH), floor)
         missing -= _visible(text[step_start:start])
         start = step_start
     return start
 
 
-def _reach_ahead(text: str, position: int) -> int:
-    """An end after position with NEEDLE_REACH characters other than white space between
-    them, or the text's end; stepped as _reach_back."""
-    if len(text) - position <= NEEDLE_REACH:
-        return len(text)
+def _reach_ahead(text: str, position: int, ceiling: int) -> int:
+    """An end at or before ceiling with NEEDLE_REACH characters other than white space from
+    position to it, or ceiling when there are fewer; stepped as _reach_back."""
+    if ceiling - position <= NEEDLE_REACH:
+        return ceiling
     end, missing = position, NEEDLE_REACH
-    while missing > 0 and end < len(text):
-        step_end = min(end + max(2 * missing, NEEDLE_REACH), len(text))
+    while missing > 0 and end < ceiling:
+        step_end = min(end + max(2 * missing, NEEDLE_REACH), ceiling)
         missing -= _visible(text[end:step_end])
         end = step_end
     return end

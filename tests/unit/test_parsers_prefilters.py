@@ -214,6 +214,23 @@ def test_gates_read_long_scrollback_as_the_whole_text(
     assert differing == []
 
 
+def test_stretches_look_at_each_character_at_most_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Working out where stretches start and end looks at no character more than twice, even
+    in white space with a short needle every few thousand characters, where each look could
+    otherwise run on past many needles to find enough other characters."""
+    looked_at = []
+    counting = grammar._visible
+    monkeypatch.setattr(
+        grammar, "_visible", lambda piece: looked_at.append(len(piece)) or counting(piece)
+    )
+    gated = Gated(r"hit\s+your\s+limit", ("hit",))
+    text = ("hit" + " " * 4500) * 300 + "hit your\n\n   limit"
+    assert [match.span() for match in gated.finditer(text)] == [
+        match.span() for match in gated.pattern.finditer(text)
+    ]
+    assert sum(looked_at) <= 2 * len(text)
+
+
 def test_case_blind_gates_find_their_needles_in_any_case() -> None:
     """A case-blind pattern reads a needle spelled in another case than its listed ones, as
     its regex does, wherever a listed one opened it."""
