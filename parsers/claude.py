@@ -270,14 +270,15 @@ _COMMON = findings.CommonPatterns(
 #: Every gated pattern this scanner runs; a text that opens none holds nothing it reads.
 GATES = module_gates(globals(), *claude_failures.GATES)
 _GATE_SET = frozenset(GATES)
-_INDEX = GateIndex(GATES)
+#: Which of them a text opens; the pipeline asks it when the caller names this provider.
+INDEX = GateIndex(GATES)
 
 
 def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Every Claude Code banner, failure and marker in the text."""
     norm = text.norm
     if opened is None:
-        opened = _INDEX.open(norm)
+        opened = INDEX.open(norm)
     if opened.isdisjoint(_GATE_SET):
         return []
     found: list[Finding] = []
@@ -286,7 +287,7 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
     waiting_starts: set[int] = set()
     #: Where a banner read above starts: the owner-cap patterns below do not read it again.
     read_starts: set[int] = set()
-    for match in _EPOCH.pattern.finditer(norm) if _EPOCH in opened else ():
+    for match in _EPOCH.finditer(norm) if _EPOCH in opened else ():
         epoch_starts.append(match.start())
         resolved = at_epoch(
             float(match.group("epoch")),
@@ -295,7 +296,7 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
             form="epoch",
         )
         found.append(findings.stop(PROVIDER, match.start(), match.end(), resolved))
-    for match in _STOP.pattern.finditer(norm) if _STOP in opened else ():
+    for match in _STOP.finditer(norm) if _STOP in opened else ():
         if epoch_starts and any_within(
             epoch_starts, match.start() - _EPOCH_HEAD_REACH, match.start()
         ):
@@ -352,24 +353,24 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
                 native_auto_continue=native,
             )
         )
-    for match in _ORG_LIMIT.pattern.finditer(norm) if _ORG_LIMIT in opened else ():
+    for match in _ORG_LIMIT.finditer(norm) if _ORG_LIMIT in opened else ():
         if match.start() in read_starts:
             continue
         scope = "monthly" if match.group("monthly") else "spend_cap"
         found.append(
             findings.no_reset(PROVIDER, match.start(), match.end(), scope, "an org limit is hit")
         )
-    for match in _ZERO_CAP.pattern.finditer(norm) if _ZERO_CAP in opened else ():
+    for match in _ZERO_CAP.finditer(norm) if _ZERO_CAP in opened else ():
         found.append(
             findings.no_reset(PROVIDER, match.start(), match.end(), "spend_cap", "a cap of $0")
         )
-    for match in _CREDITS.pattern.finditer(norm) if _CREDITS in opened else ():
+    for match in _CREDITS.finditer(norm) if _CREDITS in opened else ():
         found.append(
             findings.no_reset(
                 PROVIDER, match.start(), match.end(), "credits", "prepaid credit is used up"
             )
         )
-    for match in _SPEND.pattern.finditer(norm) if _SPEND in opened else ():
+    for match in _SPEND.finditer(norm) if _SPEND in opened else ():
         if any(start <= match.start() < end for start, end in spend_spans):
             continue  # read with its banner above
         found.append(
@@ -377,13 +378,13 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
                 PROVIDER, match.start(), match.end(), "spend_cap", "a spend cap is reached"
             )
         )
-    for match in _LIMIT_MENU.pattern.finditer(norm) if _LIMIT_MENU in opened else ():
+    for match in _LIMIT_MENU.finditer(norm) if _LIMIT_MENU in opened else ():
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), None, "the limit menu")
         )
     if claude_failures.COUNTDOWN in opened:
         found.extend(claude_failures.countdowns(text, ctx))
-    for match in _RATE_LIMIT_BODY.pattern.finditer(norm) if _RATE_LIMIT_BODY in opened else ():
+    for match in _RATE_LIMIT_BODY.finditer(norm) if _RATE_LIMIT_BODY in opened else ():
         if _NOT_THE_LIMIT.search(text.around(match.start(), match.end())):
             # "Server is temporarily limiting requests (not your usage limit) · This request
             # would exceed ...": a throttle that says it is not the usage limit (rule 8).
@@ -392,9 +393,7 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
             findings.not_stated(PROVIDER, match.start(), match.end(), None, "the API's rate limit")
         )
     for match in (
-        claude_failures.THROTTLE.pattern.finditer(norm)
-        if claude_failures.THROTTLE in opened
-        else ()
+        claude_failures.THROTTLE.finditer(norm) if claude_failures.THROTTLE in opened else ()
     ):
         found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
     found.extend(findings.scan_common(text, PROVIDER, _COMMON, opened))

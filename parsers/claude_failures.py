@@ -17,7 +17,7 @@ from typing import Final
 
 from rewake.parsers import findings
 from rewake.parsers.findings import Context, Finding
-from rewake.parsers.grammar import Gated, module_gates
+from rewake.parsers.grammar import Gated, lines_led_by, module_gates
 from rewake.parsers.text import Text
 from rewake.parsers.timeres import after_duration, window
 
@@ -113,20 +113,27 @@ WENT_ON = Gated(
 GATES = module_gates(globals())
 
 
+#: How far along its line a ⎿ may stand. The pattern below is tried only at the start of the
+#: lines such a glyph leads (lines_led_by), not at every line of a long scrollback.
+_TOOL_RESULT_INDENT = 8
 # A tool's result on a ⎿ line that is no banner, error or interruption, and no line of the
 # CLI's own chrome (a key hint: "⎿  Backgrounded agent (↓ to manage · ctrl+o to expand)").
 # The fold makes ⎿ a space in `norm` (it is drawn like a border), so these lines are found in
 # the original text.
 _TOOL_RESULT = re.compile(
-    r"^[ \t]{0,8}⎿[ \t]{1,4}"
+    rf"^[ \t]{{0,{_TOOL_RESULT_INDENT}}}⎿[ \t]{{1,4}}"
     r"(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset|Interrupted|[Cc]ancel"
     r"|ctrl\+|shift\+|[↑↓←→] to |to expand\b))\S",
     re.MULTILINE,
 )
 
 
+#: How far along its line a prompt's ❯ may stand; tried as a tool's result is.
+_PROMPT_INDENT = 4
 # A prompt the user typed, on Claude's ❯ line (> in 1.x), that is not a menu's cursor.
-_PROMPT = re.compile(r"^[ \t]{0,4}[>❯][ \t]{1,3}(?![ \t]{0,3}\d{1,2}\.)\S", re.MULTILINE)
+_PROMPT = re.compile(
+    rf"^[ \t]{{0,{_PROMPT_INDENT}}}[>❯][ \t]{{1,3}}(?![ \t]{{0,3}}\d{{1,2}}\.)\S", re.MULTILINE
+)
 
 
 def answered_prompts(text: Text, stops: list[Finding]) -> list[Finding]:
@@ -139,8 +146,10 @@ def answered_prompts(text: Text, stops: list[Finding]) -> list[Finding]:
     last = max(stop.start for stop in stops)
     norm = text.norm
     found = []
-    for match in _PROMPT.finditer(norm, text.line_end(first), last):
-        found.append(findings.marker("went_on", PROVIDER, match.start(), match.end()))
+    for line_start in lines_led_by(norm, "❯>", _PROMPT_INDENT, text.line_end(first), last):
+        match = _PROMPT.match(norm, line_start, last)
+        if match:
+            found.append(findings.marker("went_on", PROVIDER, match.start(), match.end()))
     return found
 
 
@@ -150,7 +159,10 @@ def tool_results(text: Text) -> list[Finding]:
     if "⎿" not in original:
         return []
     found = []
-    for match in _TOOL_RESULT.finditer(original):
+    for line_start in lines_led_by(original, "⎿", _TOOL_RESULT_INDENT):
+        match = _TOOL_RESULT.match(original, line_start)
+        if match is None:
+            continue
         start = _norm_offset(text, match.start())
         if start is not None:
             found.append(findings.marker("went_on", PROVIDER, start, start + len(match.group())))
@@ -173,7 +185,7 @@ def countdowns(text: Text, ctx: Context) -> list[Finding]:
     Retry-After, so it also states when the limit lifts."""
     norm = text.norm
     found = []
-    for match in COUNTDOWN.pattern.finditer(norm):
+    for match in COUNTDOWN.finditer(norm):
         seconds = float(match.group("value"))
         # The error a countdown retries stands on its line or the one before (within reach).
         line_start = text.line_start(match.start())

@@ -220,18 +220,19 @@ _COMMON = findings.CommonPatterns(
 GATES = module_gates(globals(), *(pattern for pattern, _, _ in _NO_RESET))
 _NO_RESET_GATES = frozenset(pattern for pattern, _, _ in _NO_RESET)
 _GATE_SET = frozenset(GATES)
-_INDEX = GateIndex(GATES)
+#: Which of them a text opens; the pipeline asks it when the caller names this provider.
+INDEX = GateIndex(GATES)
 
 
 def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Every Codex banner, failure and marker in the text."""
     norm = text.norm
     if opened is None:
-        opened = _INDEX.open(norm)
+        opened = INDEX.open(norm)
     if opened.isdisjoint(_GATE_SET):
         return []
     found: list[Finding] = []
-    for match in _BODY.pattern.finditer(norm) if _BODY in opened else ():
+    for match in _BODY.finditer(norm) if _BODY in opened else ():
         # The body's own keys follow its type; a resets_at before it belongs to something else.
         reach = min(len(norm), match.end() + _BODY_REACH)
         resets_at = _BODY_RESETS_AT.search(norm, match.end(), reach)
@@ -260,24 +261,24 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
                 end = match.end()
         start = match.start()
         found.append(findings.as_structured(findings.stop(PROVIDER, start, end, resolved)))
-    for match in _USAGE_LIMIT.pattern.finditer(norm) if _USAGE_LIMIT in opened else ():
+    for match in _USAGE_LIMIT.finditer(norm) if _USAGE_LIMIT in opened else ():
         scope = "model" if match.group("limit_name") else None
         end, resolved = _retry_clause(norm, match.end(), ctx, scope)
         found.append(findings.stop(PROVIDER, match.start(), max(end, match.end()), resolved, scope))
-    for match in _OUT_OF_MESSAGES.pattern.finditer(norm) if _OUT_OF_MESSAGES in opened else ():
+    for match in _OUT_OF_MESSAGES.finditer(norm) if _OUT_OF_MESSAGES in opened else ():
         end, resolved = _retry_clause(norm, match.end(), ctx, None)
         found.append(findings.stop(PROVIDER, match.start(), max(end, match.end()), resolved))
-    for match in _LOCALIZED_LIMIT.pattern.finditer(norm) if _LOCALIZED_LIMIT in opened else ():
+    for match in _LOCALIZED_LIMIT.finditer(norm) if _LOCALIZED_LIMIT in opened else ():
         end, resolved = _retry_clause(norm, match.end(), ctx, None)
         found.append(findings.stop(PROVIDER, match.start(), max(end, match.end()), resolved))
     # Seven gates, rarely any open: one set test skips the loop.
     if not opened.isdisjoint(_NO_RESET_GATES):
         for pattern, scope, what in _NO_RESET:
-            for match in pattern.pattern.finditer(norm) if pattern in opened else ():
+            for match in pattern.finditer(norm) if pattern in opened else ():
                 found.append(findings.no_reset(PROVIDER, match.start(), match.end(), scope, what))
-    for match in _API_RATE_LIMIT.pattern.finditer(norm) if _API_RATE_LIMIT in opened else ():
+    for match in _API_RATE_LIMIT.finditer(norm) if _API_RATE_LIMIT in opened else ():
         found.append(_api_rate_limit(norm, match, ctx))
-    for match in _RETRY_LIMIT.pattern.finditer(norm) if _RETRY_LIMIT in opened else ():
+    for match in _RETRY_LIMIT.finditer(norm) if _RETRY_LIMIT in opened else ():
         status = match.group("status")
         kind: Kind = "login_required" if status in ("401", "403") else "transient"
         found.append(findings.failure(kind, PROVIDER, match.start(), match.end()))

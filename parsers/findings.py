@@ -163,7 +163,7 @@ def scan_common(
     for pattern, role, kind in patterns._entries:
         if pattern not in opened:
             continue
-        for match in pattern.pattern.finditer(norm):
+        for match in pattern.finditer(norm):
             start, end = match.span()
             if role != "failure":
                 found.append(marker(role, provider, start, end))

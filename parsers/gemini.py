@@ -189,26 +189,24 @@ _COMMON = findings.CommonPatterns(
 #: Every gated pattern this scanner runs; a text that opens none holds nothing it reads.
 GATES = module_gates(globals())
 _GATE_SET = frozenset(GATES)
-_INDEX = GateIndex(GATES)
+#: Which of them a text opens; the pipeline asks it when the caller names this provider.
+INDEX = GateIndex(GATES)
 
 
 def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Every Gemini banner, failure and marker in the text."""
     norm = text.norm
     if opened is None:
-        opened = _INDEX.open(norm)
+        opened = INDEX.open(norm)
     if opened.isdisjoint(_GATE_SET):
         return []
     found: list[Finding] = []
-    access_at = [
-        match.start()
-        for match in (_ACCESS_RESETS.pattern.finditer(norm) if _ACCESS_RESETS in opened else ())
-    ]
-    heads = [
-        match.end()
-        for match in (_USAGE_LIMIT.pattern.finditer(norm) if _USAGE_LIMIT in opened else ())
-    ]
-    for match in _ACCESS_RESETS.pattern.finditer(norm) if _ACCESS_RESETS in opened else ():
+    # Each pattern reads the text once; its matches are kept where another pattern asks.
+    access_resets = list(_ACCESS_RESETS.finditer(norm) if _ACCESS_RESETS in opened else ())
+    access_at = [match.start() for match in access_resets]
+    usage_limits = list(_USAGE_LIMIT.finditer(norm) if _USAGE_LIMIT in opened else ())
+    heads = [match.end() for match in usage_limits]
+    for match in access_resets:
         per_model = any_within(heads, match.start() - _REACH, match.start())
         found.append(
             findings.stop(
@@ -219,14 +217,14 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
                 "model" if per_model else None,
             )
         )
-    for match in _USAGE_LIMIT.pattern.finditer(norm) if _USAGE_LIMIT in opened else ():
+    for match in usage_limits:
         if any_within(access_at, match.end(), match.end() + _REACH):
             continue
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), "model", "the usage limit")
         )
     waits_on_line: set[int] = set()
-    for match in _RESET_AFTER.pattern.finditer(norm) if _RESET_AFTER in opened else ():
+    for match in _RESET_AFTER.finditer(norm) if _RESET_AFTER in opened else ():
         duration = read_duration(match.group("duration"))
         if duration is None:
             continue
@@ -242,17 +240,15 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
                 scope="model" if "capacity on this model" in _before(norm, match.start()) else None,
             )
         )
-    zero_limits = [
-        match.start()
-        for match in (_LIMIT_ZERO.pattern.finditer(norm) if _LIMIT_ZERO in opened else ())
-    ]
-    for match in _LIMIT_ZERO.pattern.finditer(norm) if _LIMIT_ZERO in opened else ():
+    limits_zero = list(_LIMIT_ZERO.finditer(norm) if _LIMIT_ZERO in opened else ())
+    zero_limits = [match.start() for match in limits_zero]
+    for match in limits_zero:
         found.append(
             findings.no_reset(PROVIDER, match.start(), match.end(), None, "the quota's limit is 0")
         )
-    retries = list(_RETRY_IN.pattern.finditer(norm) if _RETRY_IN in opened else ())
+    retries = list(_RETRY_IN.finditer(norm) if _RETRY_IN in opened else ())
     retry_starts = [match.start() for match in retries]
-    dailies = list(_DAILY.pattern.finditer(norm) if _DAILY in opened else ())
+    dailies = list(_DAILY.finditer(norm) if _DAILY in opened else ())
     daily_starts = [match.start() for match in dailies]
     for match in retries:
         waits_on_line.add(text.line_start(match.start()))
@@ -274,7 +270,7 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
                 scope="daily" if daily else None,
             )
         )
-    for match in _RETRY_DELAY.pattern.finditer(norm) if _RETRY_DELAY in opened else ():
+    for match in _RETRY_DELAY.finditer(norm) if _RETRY_DELAY in opened else ():
         if any_within(zero_limits, match.start() - 2000, match.start() + 2000):
             continue
         seconds = _seconds(match.group("value"), match.group("unit"))
@@ -289,7 +285,7 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
         found.append(
             findings.not_stated(PROVIDER, match.start(), match.end(), "daily", "the daily quota")
         )
-    for match in _QUOTA_METRIC.pattern.finditer(norm) if _QUOTA_METRIC in opened else ():
+    for match in _QUOTA_METRIC.finditer(norm) if _QUOTA_METRIC in opened else ():
         limit = match.group("limit")
         if re.search(r"per\s+day", limit):
             found.append(
@@ -305,7 +301,7 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
             found.append(
                 findings.not_stated(PROVIDER, match.start(), match.end(), None, "the quota")
             )
-    for match in _CURRENT_QUOTA.pattern.finditer(norm) if _CURRENT_QUOTA in opened else ():
+    for match in _CURRENT_QUOTA.finditer(norm) if _CURRENT_QUOTA in opened else ():
         nearby_retry = any_within(retry_starts, match.end(), match.end() + 2000)
         if not nearby_retry:
             body = norm[match.end() : match.end() + _BODY_REACH]
@@ -313,19 +309,19 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
             found.append(
                 findings.not_stated(PROVIDER, match.start(), match.end(), scope, "the API quota")
             )
-    capacity = list(_CAPACITY.pattern.finditer(norm) if _CAPACITY in opened else ())
+    capacity = list(_CAPACITY.finditer(norm) if _CAPACITY in opened else ())
     # RESOURCE_EXHAUSTED is in every 429 body; it speaks only when nothing more precise did
     # (a daily quota, a wait, a capacity reason).
     if not found and not capacity:
         # The message and its status repeat one fact: the first words say it.
-        for match in _EXHAUSTED.pattern.finditer(norm) if _EXHAUSTED in opened else ():
+        for match in _EXHAUSTED.finditer(norm) if _EXHAUSTED in opened else ():
             found.append(
                 findings.not_stated(PROVIDER, match.start(), match.end(), None, "the quota")
             )
             break
     for match in capacity:
         found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
-    for match in _COUNTDOWN.pattern.finditer(norm) if _COUNTDOWN in opened else ():
+    for match in _COUNTDOWN.finditer(norm) if _COUNTDOWN in opened else ():
         if text.line_start(match.start()) in waits_on_line:
             continue
         # "Attempt 1 failed: <error>. Retrying after 6173ms...": the countdown covers the

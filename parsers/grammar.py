@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -116,28 +116,163 @@ def any_within(sorted_positions: list[int], low: int, high: int) -> bool:
     return index < len(sorted_positions) and sorted_positions[index] <= high
 
 
-class Gated:
-    """A pattern that runs only when one of its needles occurs in the text.
+#: How far a gated pattern reads on either side of a needle it holds, in characters other
+#: than white space, the needle's own length included: a match starts and ends, and its
+#: lookarounds look, within this many. White space is not counted: `\s+` lets a banner cross
+#: any run of it (a box's padding, a wrapped line's indentation).
+#: tests/unit/test_parsers_prefilters.py checks every gated pattern against it.
+NEEDLE_REACH = 400
 
-    Each needle is a literal that every match contains, so the gate never hides a match; a
-    substring test costs far less than a regex pass, and most texts name few of the phrases.
+
+#: Needles closer than this share one stretch, and a text no longer than this is read whole:
+#: reading a few thousand characters costs less than working out where stretches end.
+_SHARED_STRETCH_GAP = 10 * NEEDLE_REACH
+
+
+class Gated:
+    """A pattern read only where its needles are.
+
+    Each needle is a literal that every match contains, so a text without one holds no match;
+    a substring test costs far less than a regex pass, and most texts name few of the phrases.
+    In a long text the pattern reads only the stretches around its needles: a megabyte of
+    scrollback costs a search for each needle, not a regex pass over all of it for each
+    pattern that one of its lines opened.
     """
 
-    __slots__ = ("needle", "needles", "pattern")
+    __slots__ = ("_case_blind_needle", "_compiled", "flags", "needles", "regex")
 
     def __init__(self, regex: str, needles: tuple[str, ...], flags: int = 0) -> None:
-        self.pattern = re.compile(regex, flags)
+        self.regex = regex
+        self.flags = flags
         self.needles = needles
-        # Most gates have one needle; testing it directly skips a loop on every text.
-        self.needle = needles[0] if len(needles) == 1 else None
+        self._compiled: re.Pattern[str] | None = None
+        # A case-blind pattern matches its needle in any case ("SpEnD"): it is found so too,
+        # each spelling once.
+        spellings = dict.fromkeys(needle.lower() for needle in needles)
+        self._case_blind_needle = (
+            re.compile("|".join(map(re.escape, spellings)), re.IGNORECASE)
+            if flags & re.IGNORECASE
+            else None
+        )
 
-    def finditer(self, text: str) -> Iterable[re.Match[str]]:
-        if self.needle is not None:
-            return self.pattern.finditer(text) if self.needle in text else ()
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        """The regex, compiled when a text first opens the gate: `rewake parse` reads one
+        message, which opens a few of the patterns, and compiling them all would take longer
+        than the parse."""
+        if self._compiled is None:
+            self._compiled = re.compile(self.regex, self.flags)
+        return self._compiled
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """The matches self.pattern.finditer(text) gives.
+
+        A long text is read in the stretches around the needles. Every match holds a needle
+        and reads within NEEDLE_REACH of it, and a stretch reaches that far past each of its
+        needles: no match is cut short where a stretch ends, and what matches at a position is
+        what matches there in the whole text. Each search resumes where the last match ended,
+        as finditer's does.
+        """
+        if len(text) <= _SHARED_STRETCH_GAP:
+            yield from self.pattern.finditer(text)
+            return
+        resume = 0
+        for start, end in self._stretches(text):
+            for match in self.pattern.finditer(text, max(start, resume), end):
+                resume = match.end()
+                yield match
+
+    def _stretches(self, text: str) -> list[tuple[int, int]]:
+        """The stretches around the needles, in the order of the text, ones that touch joined.
+        The look for a stretch's start stops at the stretch before it, and the look for its
+        end at the next needle: where they meet the two are one stretch, so each character is
+        looked at no more than twice however the needles and white space lie."""
+        spans = self._needle_spans(text)
+        stretches: list[tuple[int, int]] = []
+        index = 0
+        while index < len(spans):
+            first_start, last_end = spans[index]
+            index += 1
+            while index < len(spans) and spans[index][0] - last_end <= _SHARED_STRETCH_GAP:
+                last_end = max(last_end, spans[index][1])
+                index += 1
+            floor = stretches[-1][1] if stretches else 0
+            ceiling = spans[index][0] if index < len(spans) else len(text)
+            start = _reach_back(text, first_start, floor)
+            end = _reach_ahead(text, last_end, ceiling)
+            if stretches and start <= floor:
+                start = stretches.pop()[0]
+            stretches.append((start, end))
+        return stretches
+
+    def _needle_spans(self, text: str) -> list[tuple[int, int]]:
+        """Where the needles occur, in the order of the text."""
+        if self._case_blind_needle is not None:
+            # The search skips needles that overlap one it found; a needle's length in
+            # NEEDLE_REACH covers them.
+            return [match.span() for match in self._case_blind_needle.finditer(text)]
+        spans = []
         for needle in self.needles:
-            if needle in text:
-                return self.pattern.finditer(text)
-        return ()
+            at = text.find(needle)
+            while at >= 0:
+                spans.append((at, at + len(needle)))
+                at = text.find(needle, at + 1)
+        spans.sort()
+        return spans
+
+
+def _visible(piece: str) -> int:
+    """How many characters of piece are not white space: str.split splits at the characters
+    the regex's white-space class matches."""
+    return sum(map(len, piece.split()))
+
+
+def _reach_back(text: str, position: int, floor: int) -> int:
+    """A start at or after floor with NEEDLE_REACH characters other than white space from it
+    to position, or floor when there are fewer. Each step looks back at least NEEDLE_REACH
+    characters: a long run of white space costs a few steps, not one per character."""
+    if position - floor <= NEEDLE_REACH:  # too few characters of any kind
+        return floor
+    start, missing = position, NEEDLE_REACH
+    while missing > 0 and start > floor:
+        step_start = max(start - max(2 * missing, NEEDLE_REACH), floor)
+        missing -= _visible(text[step_start:start])
+        start = step_start
+    return start
+
+
+def _reach_ahead(text: str, position: int, ceiling: int) -> int:
+    """An end at or before ceiling with NEEDLE_REACH characters other than white space from
+    position to it, or ceiling when there are fewer; stepped as _reach_back."""
+    if ceiling - position <= NEEDLE_REACH:
+        return ceiling
+    end, missing = position, NEEDLE_REACH
+    while missing > 0 and end < ceiling:
+        step_end = min(end + max(2 * missing, NEEDLE_REACH), ceiling)
+        missing -= _visible(text[end:step_end])
+        end = step_end
+    return end
+
+
+def lines_led_by(
+    text: str, glyphs: str, indent: int, start: int = 0, end: int | None = None
+) -> list[int]:
+    """The starts of the lines in text[start:end] where one of the glyphs stands after at most
+    `indent` characters, in order: the only places a pattern that begins at a line's start
+    with its indentation and a glyph can match. Found from the glyphs, not by trying the
+    pattern at every line."""
+    heads = set()
+    for glyph in glyphs:
+        at = text.find(glyph, start, end)
+        while at >= 0:
+            look_from = max(at - indent - 1, 0)
+            newline = text.rfind("\n", look_from, at)
+            # No line break within reach: the line starts too far back, unless at the text's.
+            within_reach = newline >= 0 or look_from == 0
+            if within_reach and newline + 1 >= start:
+                heads.add(newline + 1)
+            at = text.find(glyph, at + 1, end)
+    return sorted(heads)
 
 
 def all_needles(*gated: Gated) -> tuple[str, ...]:

@@ -38,9 +38,9 @@ _SCANNERS_FOR: dict[str | None, tuple[_Scanner, ...]] = {
 # Which gated patterns a text opens is found once, for every scanner that reads it.
 _ALL_GATES = GateIndex((*claude.GATES, *codex.GATES, *gemini.GATES))
 _GATES: dict[str, GateIndex] = {
-    "claude": GateIndex(claude.GATES),
-    "codex": GateIndex(codex.GATES),
-    "gemini": GateIndex(gemini.GATES),
+    "claude": claude.INDEX,
+    "codex": codex.INDEX,
+    "gemini": gemini.INDEX,
 }
 
 # Every alternative starts with a literal character ("Resets" and "resets" spelled out, not

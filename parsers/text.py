@@ -21,6 +21,9 @@ _ESCAPES = re.compile(
 
 
 _NEWLINE = re.compile("\n")
+#: How far along a line its start or end is looked for before every line break is listed:
+#: most lines are short, and listing the breaks of a megabyte costs a pass of its own.
+_LINE_LOOK = 1024
 
 
 def _fold_table() -> dict[int, str]:
@@ -117,13 +120,26 @@ class Text:
         return original_start, original_end
 
     def line_start(self, offset: int) -> int:
-        """Where the line holding norm[offset] starts (a binary search: a megabyte-long line
-        with many matches on it stays linear)."""
+        """Where the line holding norm[offset] starts: a look back along the line, and on a
+        line longer than _LINE_LOOK a binary search over every line break (a megabyte-long
+        line with many matches on it stays linear)."""
+        look_from = max(offset - _LINE_LOOK, 0)
+        newline = self.norm.rfind("\n", look_from, offset)
+        if newline >= 0 or look_from == 0:
+            return newline + 1
         newlines = self._line_breaks()
         index = bisect_left(newlines, offset) - 1
         return newlines[index] + 1 if index >= 0 else 0
 
     def line_end(self, offset: int) -> int:
+        """Where the line holding norm[offset] ends (its line break, or the text's end); as
+        line_start, a look along the line first."""
+        look_to = offset + _LINE_LOOK
+        newline = self.norm.find("\n", offset, look_to)
+        if newline >= 0:
+            return newline
+        if look_to >= len(self.norm):
+            return len(self.norm)
         newlines = self._line_breaks()
         index = bisect_left(newlines, offset)
         return newlines[index] if index < len(newlines) else len(self.norm)

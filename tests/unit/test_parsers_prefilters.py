@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import math
 import random
 import re
+import sys
 from datetime import UTC, date, datetime, timedelta, timezone
 from pathlib import Path
+from re import _constants as sre
+from re import _parser as sre_parser
+from typing import Any
 from zoneinfo import ZoneInfo
 
-from rewake.parsers import claude, timeres
-from rewake.parsers.grammar import Gated, all_needles
+import pytest
+
+from rewake.parsers import claude, grammar, timeres
+from rewake.parsers.grammar import NEEDLE_REACH, Gated, all_needles
 from rewake.parsers.text import _FOLD, fold, normalize
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
@@ -146,12 +153,14 @@ def _wrapped_variants(text: str, rng: random.Random) -> list[str]:
     return variants
 
 
-def test_codex_and_gemini_gates_never_hide_a_match() -> None:
-    """Every Codex and Gemini gated pattern finds, with its needle test, exactly what its
-    regex finds without it, on every corpus text and wrapped, re-spaced and joined variants
+def test_gates_never_hide_a_match(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every gated pattern finds, reading only around its needles, exactly what its regex
+    finds in the whole text, on every corpus text and wrapped, re-spaced and joined variants
     of it: a needle that a line break can split would hide a banner the regex reads."""
     from rewake.parsers import codex, gemini
 
+    # Every text read in stretches, each needle in its own unless they touch.
+    monkeypatch.setattr(grammar, "_SHARED_STRETCH_GAP", 0)
     rng = random.Random(14)
     texts = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
     texts.append("You're out of Codex\nmessages. Your rate limit resets on Dec 3, 2026 5:00 PM.")
@@ -159,9 +168,153 @@ def test_codex_and_gemini_gates_never_hide_a_match() -> None:
     for text in texts:
         for variant in [text, *_wrapped_variants(text, rng)]:
             norm = normalize(variant).norm
-            for gate in (*codex.GATES, *gemini.GATES):
+            for gate in (*claude.GATES, *codex.GATES, *gemini.GATES):
                 gated = [match.span() for match in gate.finditer(norm)]
                 plain = [match.span() for match in gate.pattern.finditer(norm)]
                 if gated != plain:
                     hidden.append((gate.pattern.pattern[:40], norm[:60]))
     assert hidden == []
+
+
+#: Runs of white space a scrollback may hold between and inside banners: a box's padding,
+#: blank lines, indentation, and the rarer spaces the fold leaves alone.
+_WHITE_RUNS = (" " * 700, "\n" * 450, " \n " * 300, "\t" * 90, "    \n" * 160, "\u2028" * 30)
+
+
+@pytest.mark.parametrize("shared_stretch_gap", [0, grammar._SHARED_STRETCH_GAP])
+def test_gates_read_long_scrollback_as_the_whole_text(
+    shared_stretch_gap: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every gated pattern finds the same matches around its needles as in the whole text, in
+    long scrollback: corpus messages far apart and close together, runs of white space of
+    every kind inside banners and between them, needles at the text's very start and end;
+    with each needle in a stretch of its own, and with nearby ones sharing one."""
+    from rewake.parsers import codex, gemini
+
+    monkeypatch.setattr(grammar, "_SHARED_STRETCH_GAP", shared_stretch_gap)
+    rng = random.Random(21)
+    messages = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
+    gates = (*claude.GATES, *codex.GATES, *gemini.GATES)
+    differing = []
+    for round_ in range(60):
+        parts = []
+        for message in rng.sample(messages, rng.randint(1, 12)):
+            for _ in range(rng.randint(0, 3)):  # a wide run where a space was
+                at = message.find(" ", rng.randrange(len(message) or 1))
+                if at >= 0:
+                    message = message[:at] + rng.choice(_WHITE_RUNS) + message[at + 1 :]
+            parts.append(message)
+            parts.append(rng.choice(_WHITE_RUNS) * rng.randint(0, 3) + "x" * rng.randint(0, 2500))
+        norm = normalize("".join(parts[:-1]) if round_ % 2 else "\n".join(parts)).norm
+        for gate in gates:
+            gated = [match.span() for match in gate.finditer(norm)]
+            plain = [match.span() for match in gate.pattern.finditer(norm)]
+            if gated != plain:
+                differing.append((round_, gate.pattern.pattern[:40]))
+    assert differing == []
+
+
+def test_stretches_look_at_each_character_at_most_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Working out where stretches start and end looks at no character more than twice, even
+    in white space with a short needle every few thousand characters, where each look could
+    otherwise run on past many needles to find enough other characters."""
+    looked_at = []
+    counting = grammar._visible
+    monkeypatch.setattr(
+        grammar, "_visible", lambda piece: looked_at.append(len(piece)) or counting(piece)
+    )
+    gated = Gated(r"hit\s+your\s+limit", ("hit",))
+    text = ("hit" + " " * 4500) * 300 + "hit your\n\n   limit"
+    assert [match.span() for match in gated.finditer(text)] == [
+        match.span() for match in gated.pattern.finditer(text)
+    ]
+    assert sum(looked_at) <= 2 * len(text)
+
+
+def test_case_blind_gates_find_their_needles_in_any_case() -> None:
+    """A case-blind pattern reads a needle spelled in another case than its listed ones, as
+    its regex does, wherever a listed one opened it."""
+    gated = Gated(r"hit\s+your\s+spend\s+limit", ("spend", "Spend"), re.IGNORECASE)
+    text = "Spend less.\n" + "." * 50_000 + "\nYou HIT your SpEnD\n   limit"
+    assert [match.group() for match in gated.finditer(text)] == ["HIT your SpEnD\n   limit"]
+
+
+def _reach(items: Any) -> float:
+    """How many characters other than white space a parsed regex may read from where it
+    starts, inf when unbounded. White space it matches is not counted; the one character after
+    a run, an anchor's or a lookaround's end, that a test reads and may find visible, is."""
+    total = 0.0
+    for op, value in items:
+        if op is sre.LITERAL:
+            total += not chr(value).isspace()
+        elif op in (sre.NOT_LITERAL, sre.ANY, sre.AT):
+            total += 1
+        elif op is sre.IN:
+            total += not _white_space_class(value)
+        elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
+            _, most, item = value
+            width = _reach(item)
+            total += 1 + (0 if width == 0 else math.inf if most == sre.MAXREPEAT else most * width)
+        elif op is sre.SUBPATTERN:
+            total += _reach(value[3])
+        elif op is sre.ATOMIC_GROUP:
+            total += _reach(value)
+        elif op is sre.BRANCH:
+            total += max(_reach(branch) for branch in value[1])
+        elif op in (sre.ASSERT, sre.ASSERT_NOT):
+            total += 1 + _reach(value[1])
+        else:
+            raise AssertionError(f"no reach known for {op}")
+    return total
+
+
+def _pattern_reach(pattern: re.Pattern[str]) -> float:
+    """_reach of a whole pattern, with the character after its end that it may read."""
+    return 1 + _reach(sre_parser.parse(pattern.pattern, pattern.flags))
+
+
+def _white_space_class(items: Any) -> bool:
+    """Whether a character class matches only white space ([ \\t], \\s)."""
+    for op, value in items:
+        if op is sre.LITERAL and chr(value).isspace():
+            continue
+        if op is sre.RANGE and all(chr(code).isspace() for code in range(value[0], value[1] + 1)):
+            continue
+        if op is sre.CATEGORY and value is sre.CATEGORY_SPACE:
+            continue
+        return False
+    return True
+
+
+def test_every_gated_pattern_reads_within_the_needle_reach() -> None:
+    """No gated pattern reads further from a needle than NEEDLE_REACH characters other than
+    white space, its longest needle included: the stretches around needles hold every match."""
+    from rewake.parsers import codex, gemini
+
+    too_far = {}
+    for gate in (*claude.GATES, *codex.GATES, *gemini.GATES):
+        reach = _pattern_reach(gate.pattern)
+        longest_needle = max(map(len, gate.needles))
+        if reach + longest_needle >= NEEDLE_REACH:
+            too_far[gate.pattern.pattern[:40]] = reach + longest_needle
+    assert too_far == {}
+
+
+def test_reach_counts_white_space_runs_and_refuses_unbounded_reads() -> None:
+    """The reach measure counts a run of white space as the one character that ends it, and a
+    repeat of anything else without a bound as unbounded."""
+    assert _pattern_reach(re.compile(r"hit\s+your")) == 9
+    assert _pattern_reach(re.compile(r"a[^\n]{0,80}(?=\s|$)")) == 85
+    assert _pattern_reach(re.compile(r"a.*b")) == math.inf
+
+
+def test_white_space_is_the_same_to_str_split_and_the_regex() -> None:
+    """The characters str.split splits at are exactly those the regex's white-space class
+    matches, over all of Unicode: counting the characters between needles needs both to agree."""
+    regex_space = re.compile(r"\s")
+    differing = [
+        hex(code)
+        for code in range(sys.maxunicode + 1)
+        if chr(code).isspace() != bool(regex_space.match(chr(code)))
+    ]
+    assert differing == []

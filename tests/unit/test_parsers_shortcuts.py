@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import random
+import re
 
+import pytest
+
+from rewake.parsers import text as text_module
+from rewake.parsers.grammar import lines_led_by
 from rewake.parsers.structured import json_lines, may_hold_json
 from rewake.parsers.text import normalize
 
@@ -21,6 +26,38 @@ def test_bounded_line_looks_equal_line_bounds_capped_by_reach() -> None:
                 expected_end = min(text.line_end(offset), offset + reach)
                 assert text.line_start_within(offset, reach) == expected_start
                 assert text.line_end_within(offset, reach) == expected_end
+
+
+def test_line_bounds_equal_the_line_breaks_around_an_offset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """line_start and line_end give the line break before and after every offset, whether the
+    look along the line finds it or the list of every break is searched."""
+    monkeypatch.setattr(text_module, "_LINE_LOOK", 5)
+    rng = random.Random(12)
+    for _ in range(300):
+        original = "".join(rng.choice("ab \n" if rng.random() < 0.5 else "ab") for _ in range(40))
+        text = normalize(original)
+        norm = text.norm
+        for offset in range(len(norm) + 1):
+            assert text.line_start(offset) == norm.rfind("\n", 0, offset) + 1
+            following = norm.find("\n", offset)
+            assert text.line_end(offset) == (following if following >= 0 else len(norm))
+
+
+def test_lines_led_by_a_glyph_are_every_line_a_pattern_at_its_start_matches() -> None:
+    """The lines lines_led_by gives are a superset of the line starts where a pattern of
+    indentation and a glyph matches, within the span asked for, and in order."""
+    pattern = re.compile(r"^[ \t]{0,3}[>❯] \S", re.MULTILINE)
+    rng = random.Random(13)
+    for _ in range(2000):
+        text = "".join(rng.choice("ab >❯\t\n") for _ in range(rng.randint(0, 40)))
+        start = rng.randint(0, len(text))
+        end = rng.randint(start, len(text))
+        heads = lines_led_by(text, ">❯", 3, start, end)
+        assert heads == sorted(set(heads))
+        expected = [match.start() for match in pattern.finditer(text, start, end)]
+        assert [head for head in heads if pattern.match(text, head, end)] == expected
 
 
 def test_original_span_of_one_run_is_a_shift() -> None:
