@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import Final
 
 from rewake.parsers import claude_failures, clock, findings
-from rewake.parsers.findings import Context, Finding
+from rewake.parsers.findings import Finding, Observation
 from rewake.parsers.grammar import (
     DURATION,
     Gated,
@@ -142,7 +142,7 @@ _LIMIT_MENU = Gated(
 
 
 def _reset_clause(
-    norm: str, pos: int, ctx: Context, scope: str | None
+    norm: str, pos: int, ctx: Observation, scope: str | None
 ) -> tuple[int, Resolved] | None:
     """Read "· resets ..." or "Your limit will reset at ..." right after a banner's head."""
     lead = _RESET_LEAD.match(norm, pos)
@@ -274,7 +274,7 @@ _GATE_SET = frozenset(GATES)
 INDEX = GateIndex(GATES)
 
 
-def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
+def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Every Claude Code banner, failure and marker in the text."""
     norm = text.norm
     if opened is None:

@@ -16,7 +16,7 @@ from bisect import bisect_right
 from typing import Final
 
 from rewake.parsers import findings
-from rewake.parsers.findings import Context, Finding
+from rewake.parsers.findings import Finding, Observation
 from rewake.parsers.grammar import Gated, lines_led_by, module_gates
 from rewake.parsers.text import Text
 from rewake.parsers.timeres import after_duration, window
@@ -180,7 +180,7 @@ def _norm_offset(text: Text, original_offset: int) -> int | None:
     return offset if offset < following else None
 
 
-def countdowns(text: Text, ctx: Context) -> list[Finding]:
+def countdowns(text: Text, ctx: Observation) -> list[Finding]:
     """Client retry countdowns. One that retries a rate limit follows the server's
     Retry-After, so it also states when the limit lifts."""
     norm = text.norm

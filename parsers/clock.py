@@ -7,7 +7,7 @@ from datetime import UTC, tzinfo
 from typing import Literal, NamedTuple
 
 from rewake.parsers import timeres
-from rewake.parsers.findings import Context
+from rewake.parsers.findings import Observation
 from rewake.parsers.grammar import (
     MONTH_NAME,
     TIME_12,
@@ -54,7 +54,7 @@ class Printed(NamedTuple):
         return repr(" ".join(self.as_printed.split())) if self.as_printed else "the reset"
 
 
-def _named(printed: Printed, ctx: Context, name: str) -> tuple[tzinfo, Form] | Refusal:
+def _named(printed: Printed, ctx: Observation, name: str) -> tuple[tzinfo, Form] | Refusal:
     """The zone a message names in a zone's place (rule 5): any IANA key, with or without a
     slash; a GMT/UTC offset; an abbreviation the host's zone uses at that instant. Anything
     else is zone_unknown: the time is never read in the host's zone instead."""
@@ -79,7 +79,7 @@ def _named(printed: Printed, ctx: Context, name: str) -> tuple[tzinfo, Form] | R
     return Refusal("zone_unknown", f"{printed.quoted}: {name!r} is not an IANA zone")
 
 
-def _zone(printed: Printed, ctx: Context) -> tuple[tzinfo, Form] | Refusal:
+def _zone(printed: Printed, ctx: Observation) -> tuple[tzinfo, Form] | Refusal:
     if printed.iana is not None:
         return _named(printed, ctx, squeeze(printed.iana))
     if printed.short_zone is not None:
@@ -95,7 +95,7 @@ def _zone(printed: Printed, ctx: Context) -> tuple[tzinfo, Form] | Refusal:
 
 def resolve(
     printed: Printed,
-    ctx: Context,
+    ctx: Observation,
     provider: Provider,
     scope: str | None,
     *,

@@ -24,7 +24,7 @@ from collections.abc import Set as AbstractSet
 from typing import Final
 
 from rewake.parsers import clock, findings
-from rewake.parsers.findings import Context, Finding
+from rewake.parsers.findings import Finding, Observation
 from rewake.parsers.grammar import (
     DURATION,
     MONTH_NAME,
@@ -159,7 +159,7 @@ _WARNING = Gated(
 )
 
 
-def _timestamp(match: re.Match[str], ctx: Context, scope: str | None) -> Resolved:
+def _timestamp(match: re.Match[str], ctx: Observation, scope: str | None) -> Resolved:
     hour, minute, meridiem, month, day, year = match.group(
         "hour", "minute", "meridiem", "month", "day", "year"
     )
@@ -175,7 +175,9 @@ def _timestamp(match: re.Match[str], ctx: Context, scope: str | None) -> Resolve
     return clock.resolve(printed, ctx, PROVIDER, scope, bare_time="same_day")
 
 
-def _retry_clause(norm: str, start: int, ctx: Context, scope: str | None) -> tuple[int, Resolved]:
+def _retry_clause(
+    norm: str, start: int, ctx: Observation, scope: str | None
+) -> tuple[int, Resolved]:
     """The retry suffix after a usage-limit head: at a time, in a duration, or later."""
     reach = min(len(norm), start + _CLAUSE_REACH)
     at = _TRY_AT.search(norm, start, reach)
@@ -224,7 +226,7 @@ _GATE_SET = frozenset(GATES)
 INDEX = GateIndex(GATES)
 
 
-def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
+def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Every Codex banner, failure and marker in the text."""
     norm = text.norm
     if opened is None:
@@ -286,7 +288,7 @@ def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> 
     return found
 
 
-def _api_rate_limit(norm: str, match: re.Match[str], ctx: Context) -> Finding:
+def _api_rate_limit(norm: str, match: re.Match[str], ctx: Observation) -> Finding:
     """An OpenAI API rate limit: a throttle when its wait is short (rule 10)."""
     reach = min(len(norm), match.end() + _CLAUSE_REACH)
     wait = _PLEASE_TRY_IN.search(norm, match.end(), reach)

@@ -116,7 +116,7 @@ def marker(role: Role, provider: Provider | None, start: int, end: int) -> Findi
     return Finding(role=role, kind="none", provider=provider, start=start, end=end)
 
 
-class Context(NamedTuple):
+class Observation(NamedTuple):
     """What every scanner needs besides the text: when it was printed, and the host's zone."""
 
     observed_at: datetime

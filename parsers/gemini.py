@@ -22,7 +22,7 @@ from collections.abc import Set as AbstractSet
 from typing import Final
 
 from rewake.parsers import clock, findings
-from rewake.parsers.findings import Context, Finding
+from rewake.parsers.findings import Finding, Observation
 from rewake.parsers.grammar import (
     DURATION,
     Gated,
@@ -132,7 +132,7 @@ _WENT_ON = Gated(
 def _wait(
     value: float,
     resolution_s: int,
-    ctx: Context,
+    ctx: Observation,
     start: int,
     end: int,
     *,
@@ -162,7 +162,7 @@ def _seconds(value: str, unit: str) -> float:
     return float(value) / 1000.0 if unit == "ms" else float(value)
 
 
-def _access_resets(match: re.Match[str], ctx: Context) -> Resolved:
+def _access_resets(match: re.Match[str], ctx: Observation) -> Resolved:
     label = match.group("zone")
     printed = clock.Printed(
         hour=int(match.group("hour")),
@@ -193,7 +193,7 @@ _GATE_SET = frozenset(GATES)
 INDEX = GateIndex(GATES)
 
 
-def scan(text: Text, ctx: Context, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
+def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Every Gemini banner, failure and marker in the text."""
     norm = text.norm
     if opened is None:

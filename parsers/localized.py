@@ -15,7 +15,7 @@ import re
 from datetime import datetime
 
 from rewake.parsers import clock
-from rewake.parsers.findings import Context
+from rewake.parsers.findings import Observation
 from rewake.parsers.timeres import Resolved
 from rewake.parsers.verdict import Provider, Refusal
 from rewake.parsers.zones import ZoneError, host_zone
@@ -79,7 +79,7 @@ def _printed_localized(match: re.Match[str]) -> clock.Printed | None:
 
 
 def resolve_localized(
-    match: re.Match[str], ctx: Context, provider: Provider, scope: str | None
+    match: re.Match[str], ctx: Observation, provider: Provider, scope: str | None
 ) -> Resolved:
     """A date the Codex App formatted with the OS locale. The pt-BR, es and ko forms are read
     from their month words; other locales by dateparser on the phrase the grammar found, with
@@ -92,7 +92,7 @@ def resolve_localized(
     return clock.resolve(printed, ctx, provider, scope)
 
 
-def _dateparser_localized(phrase: str, ctx: Context) -> clock.Printed | Refusal:
+def _dateparser_localized(phrase: str, ctx: Observation) -> clock.Printed | Refusal:
     try:
         zone = host_zone(ctx.zone)
     except ZoneError as error:

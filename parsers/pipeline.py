@@ -16,7 +16,7 @@ from typing import Literal
 
 from rewake.parsers import claude, codex, gemini, structured
 from rewake.parsers.decide import decide
-from rewake.parsers.findings import Context, Finding, failure
+from rewake.parsers.findings import Finding, Observation, failure
 from rewake.parsers.grammar import Gated, GateIndex
 from rewake.parsers.quoting import is_quoted
 from rewake.parsers.text import Text, normalize
@@ -28,7 +28,7 @@ __all__ = ["parse"]
 _EARLIEST_OBSERVED = datetime(1971, 1, 1, tzinfo=UTC)
 _LATEST_OBSERVED = datetime(9000, 1, 1, tzinfo=UTC)
 
-_Scanner = Callable[[Text, Context, AbstractSet[Gated] | None], list[Finding]]
+_Scanner = Callable[[Text, Observation, AbstractSet[Gated] | None], list[Finding]]
 _SCANNERS: dict[str, _Scanner] = {"claude": claude.scan, "codex": codex.scan, "gemini": gemini.scan}
 #: The scanners to run for a given provider argument (None: all of them).
 _SCANNERS_FOR: dict[str | None, tuple[_Scanner, ...]] = {
@@ -93,7 +93,7 @@ def parse(
         raise ValueError(f"unknown provider {provider!r}; expected one of {PROVIDERS}")
     if not isinstance(text, str):
         raise TypeError("text must be a str")
-    ctx = Context(observed_utc, zone)
+    ctx = Observation(observed_utc, zone)
     source = normalize(text)
     found = _scan(source, ctx, provider)
     # Counting the marks is three passes over the text: done at most once, and only when needed.
@@ -132,7 +132,7 @@ def parse(
     )
 
 
-def _scan(source: Text, ctx: Context, provider: str | None) -> list[Finding]:
+def _scan(source: Text, ctx: Observation, provider: str | None) -> list[Finding]:
     """Findings from JSON lines first, then from the text with those lines hidden."""
     norm = source.norm
     scanners = _SCANNERS_FOR[provider]
@@ -183,7 +183,7 @@ def _scan(source: Text, ctx: Context, provider: str | None) -> list[Finding]:
 
 def _scan_text(
     text: Text,
-    ctx: Context,
+    ctx: Observation,
     scanners: tuple[_Scanner, ...],
     opened: set[Gated],
     found: list[Finding],

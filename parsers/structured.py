@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rewake.parsers.findings import (
-    Context,
     Finding,
+    Observation,
     as_structured,
     failure,
     marker,
@@ -116,7 +116,7 @@ def json_lines(norm: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
             yield match.start(), match.end(), value
 
 
-def read(norm: str, ctx: Context) -> Structured:
+def read(norm: str, ctx: Observation) -> Structured:
     out = Structured(findings=[], messages=[], spans=[])
     for start, end, event in json_lines(norm):
         # A line of a shape no CLI prints stays visible to the text scanners.
@@ -130,7 +130,7 @@ def _text(value: Any) -> str | None:
 
 
 def _event(
-    event: dict[str, Any], start: int, end: int, ctx: Context, out: Structured, depth: int = 0
+    event: dict[str, Any], start: int, end: int, ctx: Observation, out: Structured, depth: int = 0
 ) -> bool:
     """Read one event; False when it is of no shape a CLI prints."""
     kind = event.get("type")
@@ -263,7 +263,7 @@ def _nested(value: Any, *keys: str) -> Any:
 
 
 def _claude_rate_limit(
-    event: dict[str, Any], start: int, end: int, ctx: Context, out: Structured
+    event: dict[str, Any], start: int, end: int, ctx: Observation, out: Structured
 ) -> None:
     info = event.get("rate_limit_info")
     if not isinstance(info, dict) or info.get("status") != "rejected":
@@ -283,7 +283,7 @@ def _claude_rate_limit(
 
 
 def _codex_payload(
-    payload: dict[str, Any], start: int, end: int, ctx: Context, out: Structured
+    payload: dict[str, Any], start: int, end: int, ctx: Observation, out: Structured
 ) -> None:
     """Rollout rate-limit windows: the latest reset among windows at 100 %; none at 100 %
     means the run is not stopped by them."""

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rewake.parsers import claude, codex, gemini, pipeline
-from rewake.parsers.findings import Context
+from rewake.parsers.findings import Observation
 from rewake.parsers.grammar import Gated, GateIndex
 from rewake.parsers.text import normalize
 
@@ -48,7 +48,7 @@ def test_index_opens_what_each_gate_opens() -> None:
 def test_scanners_read_the_same_with_a_shared_index() -> None:
     """A scanner finds the same with the gates parse opens for all scanners at once as with
     its own index."""
-    context = Context(observed_at=datetime(2026, 7, 25, tzinfo=UTC), zone=None)
+    context = Observation(observed_at=datetime(2026, 7, 25, tzinfo=UTC), zone=None)
     for path in sorted(CORPUS.glob("*/*.txt")):
         text = normalize(path.read_text(encoding="utf-8"))
         opened = pipeline._ALL_GATES.open(text.norm)
