@@ -26,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 from urllib.parse import unquote
 
 from standardwebhooks import Webhook, WebhookVerificationError
@@ -301,15 +301,13 @@ class _Server(ThreadingHTTPServer):
         self.state = state
 
 
-class ExampleHost:
-    """The host served on loopback in a background thread."""
+class ServedHost:
+    """A host served on loopback in a background thread: its address, and the URL templates
+    rewake is configured with to reach it."""
 
-    def __init__(self, secret: str, port: int = 0) -> None:
-        self.state = HostState(secret=secret)
-        self._server = _Server(self.state, port)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), daemon=True
-        )
+    def __init__(self, server: ThreadingHTTPServer) -> None:
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
 
     @property
     def url(self) -> str:
@@ -324,6 +322,22 @@ class ExampleHost:
     def lookup_template(self) -> str:
         return self.url + "/resumes/{attempt_key}"
 
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class ExampleHost(ServedHost):
+    """The host served on loopback in a background thread."""
+
+    def __init__(self, secret: str, port: int = 0) -> None:
+        self.state = HostState(secret=secret)
+        super().__init__(_Server(self.state, port))
+
     @property
     def notify_url(self) -> str:
         return self.url + NOTIFY_PATH
@@ -336,14 +350,6 @@ class ExampleHost:
         """Every request (or those of one kind) as recorded: kind, id, status, problem."""
         with self.state.lock:
             return [e for e in self.state.journal if kind is None or e["kind"] == kind]
-
-    def __enter__(self) -> ExampleHost:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
 
 
 def main() -> None:

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from hosts.example_host import ServedHost
+
 MIB = 1024 * 1024
 
 
@@ -170,37 +172,13 @@ class _Server(ThreadingHTTPServer):
         return  # a client that hangs up on a rough answer is the point, not an error
 
 
-class RoughHost:
+class RoughHost(ServedHost):
     """The rough host served on loopback in a background thread."""
 
     def __init__(self) -> None:
         self.state = RoughState()
-        self._server = _Server(self.state)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, args=(0.05,), daemon=True
-        )
-
-    @property
-    def url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    @property
-    def resume_template(self) -> str:
-        return self.url + "/api/agent/runs/{root_id}/runs/{run_id}/resume"
-
-    @property
-    def lookup_template(self) -> str:
-        return self.url + "/resumes/{attempt_key}"
+        super().__init__(_Server(self.state))
 
     def arrivals(self) -> list[Arrival]:
         with self.state.lock:
             return list(self.state.arrivals)
-
-    def __enter__(self) -> RoughHost:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self._server.shutdown()
-        self._server.server_close()
