@@ -46,14 +46,28 @@ _LATEST_MARK = (
     .limit(1)
 )
 _REFRESH = {"populate_existing": True}
+# Statements every PUT auto-resume runs, built once (see rewake.sessions.repository).
+_LIVE_MARK = select(MarkRow).where(
+    col(MarkRow.root_id) == bindparam("root_id"), col(MarkRow.state).in_(LIVE_STATES)
+)
+_ATTEMPT_RESUMED_BEFORE = select(
+    exists().where(
+        col(MarkRow.root_id) == bindparam("root_id"),
+        col(MarkRow.run_id) == bindparam("run_id"),
+        col(MarkRow.attempt) == bindparam("attempt"),
+        col(MarkRow.state).not_in(LIVE_STATES),
+        or_(
+            col(MarkRow.clear_reason).is_(None),
+            col(MarkRow.clear_reason).not_in(bindparam("rearmable", expanding=True)),
+        ),
+    )
+)
+_LATEST_HEARTBEAT = select(func.max(col(SweeperHeartbeatRow.seen_at)))
 
 
 def live_mark(db: Session, root_id: str) -> MarkRow | None:
     """The session's armed, claimed or sending mark (there is at most one)."""
-    stmt = select(MarkRow).where(
-        col(MarkRow.root_id) == root_id, col(MarkRow.state).in_(LIVE_STATES)
-    )
-    return db.scalars(stmt, execution_options=_REFRESH).first()
+    return db.scalars(_LIVE_MARK, {"root_id": root_id}, execution_options=_REFRESH).first()
 
 
 def latest_mark(db: Session, root_id: str) -> MarkRow | None:
@@ -71,16 +85,8 @@ def attempt_resumed_before(
     db: Session, root_id: str, run_id: str, attempt: int, rearmable: Sequence[str]
 ) -> bool:
     """Whether a mark of this attempt ended other than by a clear reason in `rearmable`."""
-    stmt = select(
-        exists().where(
-            col(MarkRow.root_id) == root_id,
-            col(MarkRow.run_id) == run_id,
-            col(MarkRow.attempt) == attempt,
-            col(MarkRow.state).not_in(LIVE_STATES),
-            or_(col(MarkRow.clear_reason).is_(None), col(MarkRow.clear_reason).not_in(rearmable)),
-        )
-    )
-    return bool(db.scalar(stmt))
+    params = {"root_id": root_id, "run_id": run_id, "attempt": attempt, "rearmable": rearmable}
+    return bool(db.scalar(_ATTEMPT_RESUMED_BEFORE, params))
 
 
 def marks_of_run_in(
@@ -528,5 +534,5 @@ def record_heartbeat(
 
 def latest_heartbeat(db: Session) -> datetime | None:
     """When any sweeper was last seen."""
-    latest: datetime | None = db.scalar(select(func.max(col(SweeperHeartbeatRow.seen_at))))
+    latest: datetime | None = db.scalar(_LATEST_HEARTBEAT)
     return latest

@@ -26,14 +26,13 @@ REARMABLE_CLEAR_REASONS = ("disabled",)
 
 def offer_facts(db: Session, session: SessionRow) -> tuple[OfferFacts, FailureRow | None]:
     """The facts the auto-resume offer decides on, and the session's current failure."""
-    failure = None
+    failure = run = None
     if session.current_run_id is not None and session.current_attempt is not None:
-        failure = repo.get_failure(
+        failure, run = repo.failure_and_run(
             db, session.root_id, session.current_run_id, session.current_attempt
         )
     if failure is None:
         return facts_for(session, None, None, resumed_before=False), None
-    run = repo.get_run(db, failure.root_id, failure.run_id)
     resumed_before = mark_repo.attempt_resumed_before(
         db, failure.root_id, failure.run_id, failure.attempt, REARMABLE_CLEAR_REASONS
     )

@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 from sqlalchemy import bindparam, delete, exists, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlmodel import Session, col
+from sqlalchemy.sql.dml import Insert
+from sqlmodel import Session, SQLModel, col
 
 from rewake.db.models import (
     AttemptRow,
@@ -35,6 +37,26 @@ _ONE_FAILURE = (
     & (col(FailureRow.attempt) == bindparam("attempt"))
 )
 _REFRESH = {"populate_existing": True}
+# The statements a failure report or a mark runs every time are built once, here, and given
+# their values when they run: building and keying a statement costs more than running it.
+_LOCK_SESSION = (
+    select(SessionRow)
+    .where(col(SessionRow.root_id) == bindparam("root_id"))
+    .with_for_update(key_share=True)
+)
+_TOMBSTONE_DELETED_AT = select(col(TombstoneRow.deleted_at)).where(
+    col(TombstoneRow.root_id) == bindparam("root_id")
+)
+_APPEND_TIMELINE = insert(TimelineRow.__table__)  # type: ignore[attr-defined]
+_FAILURE_AND_RUN = (
+    select(FailureRow, RunRow)
+    .outerjoin(
+        RunRow,
+        (col(RunRow.root_id) == col(FailureRow.root_id))
+        & (col(RunRow.run_id) == col(FailureRow.run_id)),
+    )
+    .where(_ONE_FAILURE)
+)
 
 
 def lock_session(db: Session, root_id: str) -> SessionRow | None:
@@ -44,16 +66,19 @@ def lock_session(db: Session, root_id: str) -> SessionRow | None:
     append timeline rows for it (their foreign key takes KEY SHARE on this row). With FOR
     UPDATE, a request holding the session and waiting for a mark deadlocked with a sweeper
     holding that mark and appending its timeline entry."""
-    stmt = (
-        select(SessionRow)
-        .where(col(SessionRow.root_id) == root_id)
-        .with_for_update(key_share=True)
-    )
-    return db.scalars(stmt, execution_options=_REFRESH).first()
+    return db.scalars(_LOCK_SESSION, {"root_id": root_id}, execution_options=_REFRESH).first()
 
 
 #: What a new session row may be given beyond its key and its instants (`ensure_session`).
 FIRST_VALUES = ("state", "host_seen_at", "current_run_id", "current_attempt")
+
+#: A new session, by dialect: inserted unless its root_id is taken, and returned when it was.
+_INSERT_SESSION = {
+    name: insert_fn(SessionRow)
+    .on_conflict_do_nothing(index_elements=["root_id"])
+    .returning(SessionRow)
+    for name, insert_fn in (("sqlite", sqlite_insert), ("postgresql", pg_insert))
+}
 
 
 def refuse_reserved(root_id: str) -> None:
@@ -73,18 +98,13 @@ def ensure_session(
     is refused here, whichever route or command would create it."""
     refuse_reserved(root_id)
     values: dict[str, Any] = {
-        "root_id": root_id, "state": "running", "created_at": now, "updated_at": now,
+        "root_id": root_id, "state": "running", "host_seen_at": None, "current_run_id": None,
+        "current_attempt": None, "created_at": now, "updated_at": now,
     }  # fmt: skip
     if first:
         values |= {name: first[name] for name in FIRST_VALUES if name in first}
-    insert_fn = pg_insert if _dialect(db) == "postgresql" else sqlite_insert
-    stmt = (
-        insert_fn(SessionRow)
-        .values(values)
-        .on_conflict_do_nothing(index_elements=["root_id"])
-        .returning(SessionRow)
-    )
-    created = db.scalars(stmt, execution_options=_REFRESH).first()
+    stmt = _INSERT_SESSION[_dialect(db)]
+    created = db.scalars(stmt, values, execution_options=_REFRESH).first()
     if created is not None:
         return created, True
     row = lock_session(db, root_id)
@@ -129,8 +149,14 @@ def list_attempts(db: Session, root_id: str) -> list[AttemptRow]:
     return list(db.scalars(stmt))
 
 
-def get_failure(db: Session, root_id: str, run_id: str, attempt: int) -> FailureRow | None:
-    return db.get(FailureRow, (root_id, run_id, attempt))
+def failure_and_run(
+    db: Session, root_id: str, run_id: str, attempt: int
+) -> tuple[FailureRow | None, RunRow | None]:
+    """A stored failure and the run it belongs to, in one query; (None, None) when the attempt
+    was never reported."""
+    params = {"root_id": root_id, "run_id": run_id, "attempt": attempt}
+    row = db.execute(_FAILURE_AND_RUN, params).first()
+    return (row[0], row[1]) if row is not None else (None, None)
 
 
 def failure_observed_at(db: Session, root_id: str, run_id: str, attempt: int) -> datetime | None:
@@ -158,20 +184,26 @@ def mark_attempt_failed(
 ) -> None:
     """The attempt failed: insert it, or set an existing one's status (one statement, run at
     once: the attempt's failure row refers to it)."""
-    insert_fn = pg_insert if _dialect(db) == "postgresql" else sqlite_insert
-    values = {
-        "root_id": root_id,
-        "run_id": run_id,
-        "attempt": attempt,
-        "status": "failed",
-        "failed_at": now,
-    }
-    stmt = insert_fn(AttemptRow).values(values)
-    upsert = stmt.on_conflict_do_update(
+    values = {"root_id": root_id, "run_id": run_id, "attempt": attempt, "now": now}
+    db.execute(_ATTEMPT_FAILED[_dialect(db)], values)
+
+
+def _attempt_failed(insert_fn: Any) -> Any:
+    stmt = insert_fn(AttemptRow.__table__).values(  # type: ignore[attr-defined]
+        root_id=bindparam("root_id"), run_id=bindparam("run_id"), attempt=bindparam("attempt"),
+        status="failed", failed_at=bindparam("now"),
+    )  # fmt: skip
+    return stmt.on_conflict_do_update(
         index_elements=["root_id", "run_id", "attempt"],
         set_={"status": stmt.excluded.status, "failed_at": stmt.excluded.failed_at},
     )
-    db.execute(upsert)
+
+
+#: An attempt failed, by dialect: inserted, or its status and failed_at set.
+_ATTEMPT_FAILED = {
+    "sqlite": _attempt_failed(sqlite_insert),
+    "postgresql": _attempt_failed(pg_insert),
+}
 
 
 def list_failures(db: Session, root_id: str) -> list[FailureRow]:
@@ -186,6 +218,20 @@ def list_failures(db: Session, root_id: str) -> list[FailureRow]:
 def add(db: Session, row: Any) -> None:
     """Stage a new row; it is written with the transaction."""
     db.add(row)
+
+
+def insert_row(db: Session, row: SQLModel) -> None:
+    """Write a new row now, with one INSERT of its fields.
+
+    The row stays outside `db`: the caller keeps it to read, and a change made to it afterwards
+    is not written. For rows written once and never changed in the same transaction (a failure,
+    a new run), this costs a fraction of the unit of work's flush."""
+    db.execute(_insert_into(type(row)), row.model_dump())
+
+
+@cache
+def _insert_into(model: type[SQLModel]) -> Insert:
+    return insert(model.__table__)  # type: ignore[attr-defined]
 
 
 def append_timeline(
@@ -212,7 +258,7 @@ def append_timeline(
         "mark_id": mark_id,
         "detail": detail or {},
     }
-    db.execute(insert(TimelineRow).values(values))
+    db.execute(_APPEND_TIMELINE, values)
 
 
 def append_mark_event(
@@ -303,8 +349,7 @@ def get_tombstone(db: Session, root_id: str) -> TombstoneRow | None:
 
 def tombstone_deleted_at(db: Session, root_id: str) -> datetime | None:
     """When the root_id's tombstone was written; None when it has none."""
-    stmt = select(col(TombstoneRow.deleted_at)).where(col(TombstoneRow.root_id) == root_id)
-    deleted_at: datetime | None = db.scalar(stmt)
+    deleted_at: datetime | None = db.scalar(_TOMBSTONE_DELETED_AT, {"root_id": root_id})
     return deleted_at
 
 
@@ -318,7 +363,3 @@ def purge_tombstones(db: Session, older_than: datetime) -> int:
     result = db.execute(delete(TombstoneRow).where(col(TombstoneRow.deleted_at) < older_than))
     count: int = result.rowcount  # type: ignore[attr-defined]
     return count
-
-
-
-

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy.exc import IntegrityError
 
 from rewake.db.engine import Database
-from rewake.db.models import MarkRow, RunRow, SessionRow
+from rewake.db.models import FailureRow, MarkRow, RunRow, SessionRow
 from rewake.marks import repository as mark_repo
 from rewake.marks.states import IllegalTransition
 from rewake.sessions import repository as repo
@@ -75,6 +75,44 @@ def test_an_inserted_mark_gets_its_id_and_the_live_index_still_refuses_a_second(
         assert stored is not None and stored.account_key == "later" and stored.clear_reason is None
     with pytest.raises(IntegrityError), database.writer() as db, db.begin():
         mark_repo.insert_mark(db, mark)
+
+
+def test_insert_row_writes_at_once_and_leaves_the_row_outside_the_session(
+    database: Database,
+) -> None:
+    """insert_row writes a new run with one INSERT before it returns (a query in the same
+    transaction finds it), stays out of the session, and keeps the database's constraints (a
+    second run of that id is refused)."""
+    root_id = _root()
+    run = RunRow(root_id=root_id, run_id="r2", status="paused", current_attempt=3,
+                 created_at=NOW, updated_at=NOW)  # fmt: skip
+    with database.writer() as db, db.begin():
+        repo.ensure_session(db, root_id, NOW)
+        repo.insert_row(db, run)
+        assert run not in db and not db.new
+        (found,) = repo.list_runs(db, root_id)
+        assert (found.run_id, found.status, found.current_attempt) == ("r2", "paused", 3)
+    with pytest.raises(IntegrityError), database.writer() as db, db.begin():
+        repo.insert_row(db, run)
+
+
+def test_failure_and_run_reads_the_pair_or_nothing(database: Database) -> None:
+    """failure_and_run gives the stored failure with its own run, and (None, None) for an
+    attempt never reported."""
+    root_id = _root()
+    _session_and_run(database, root_id)
+    with database.writer() as db, db.begin():
+        repo.insert_row(db, FailureRow(
+            root_id=root_id, run_id="r1", attempt=1, message="limit", message_chars=5,
+            truncated=False, verdict={}, verdict_kind="not_stated", native_auto_continue=False,
+            failure_kind="provider_quota", failure_kind_stated=False, halted=False,
+            observed_at=NOW, received_at=NOW, body_hash="h", answer={}, reported_by="t",
+        ))  # fmt: skip
+    with database.reader() as db:
+        failure, run = repo.failure_and_run(db, root_id, "r1", 1)
+        assert failure is not None and (failure.attempt, failure.message) == (1, "limit")
+        assert run is not None and (run.run_id, run.current_attempt) == ("r1", 1)
+        assert repo.failure_and_run(db, root_id, "r1", 2) == (None, None)
 
 
 def test_a_write_outside_the_lifecycle_is_refused_before_it_reaches_the_database(
