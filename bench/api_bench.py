@@ -12,9 +12,11 @@ Goals: no request answered with an error; every PUT arms a mark (its answer says
 /metrics counts as many armed marks); the p99 of each write burst under 50 ms on SQLite and
 under 100 ms on PostgreSQL.
 
-The load generator is an httpx client in a process of its own. With two or more CPUs the
-server is pinned to all but the last CPU and the generator to the last one (`taskset`), so
-that they never compete for a core; the database server, when there is one, is not pinned.
+The load generator is a bare HTTP/1.1 client on asyncio streams, in a process of its own, so
+that it costs far less than what it measures (bench/load_generators.py says why not httpx).
+With two or more CPUs the server is pinned to all but the last CPU and the generator to the
+last one (`taskset`), so that they never compete for a core; the database server, when there
+is one, is not pinned.
 """
 
 from __future__ import annotations
