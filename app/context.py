@@ -30,7 +30,6 @@ class Context:
     actor: str
     resume_delay_s: int
     display_zone: tzinfo | None
-    executor: str
     tombstone_retention_days: int = 365
     #: A resumed attempt reporting a new limit this soon holds its account's other marks.
     hold_window_s: float = 600.0

@@ -29,7 +29,7 @@ REPO = Path(__file__).absolute().parent.parent
 
 def context(now: datetime, *, actor: str = "alice", delay_s: int = 30) -> Context:
     return Context(
-        now=now, actor=actor, resume_delay_s=delay_s, display_zone=None, executor="webhook"
+        now=now, actor=actor, resume_delay_s=delay_s, display_zone=None
     )
 
 

@@ -58,7 +58,6 @@ async def context(request: Request) -> Context:
         actor=request.state.actor,
         resume_delay_s=services.settings.resume_delay_s,
         display_zone=services.display_zone,
-        executor=services.settings.executor,
         tombstone_retention_days=services.settings.tombstone_retention_days,
         hold_window_s=services.settings.hold_window_s,
     )

@@ -231,3 +231,5 @@ class SweeperHeartbeatRow(SQLModel, table=True):
     started_at: datetime = _instant()
     host: str | None = _short()
     pid: int | None = Field(default=None, sa_type=Integer, nullable=True)
+    #: What it does with a due mark (`log`, `command`, `webhook`); None from an older rewake.
+    executor: str | None = _short(length=32)

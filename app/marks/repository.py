@@ -63,6 +63,9 @@ _ATTEMPT_RESUMED_BEFORE = select(
     )
 )
 _LATEST_HEARTBEAT = select(func.max(col(SweeperHeartbeatRow.seen_at)))
+_EXECUTORS_SEEN_SINCE = select(col(SweeperHeartbeatRow.executor)).where(
+    col(SweeperHeartbeatRow.seen_at) >= bindparam("since")
+)
 
 
 def live_mark(db: Session, root_id: str) -> MarkRow | None:
@@ -516,20 +519,30 @@ def limit_lock_waits(db: Session, milliseconds: int) -> None:
 
 
 def record_heartbeat(
-    db: Session, sweeper_id: str, now: datetime, *, host: str | None, pid: int | None
+    db: Session,
+    sweeper_id: str,
+    now: datetime,
+    *,
+    host: str | None,
+    pid: int | None,
+    executor: str | None,
 ) -> None:
-    """Say that sweeper `sweeper_id` is alive at `now`."""
+    """Say that sweeper `sweeper_id`, which runs `executor`, is alive at `now`."""
     row = db.get(SweeperHeartbeatRow, sweeper_id)
     if row is None:
-        db.add(
-            SweeperHeartbeatRow(
-                sweeper_id=sweeper_id, seen_at=now, started_at=now, host=host, pid=pid
-            )
-        )
+        row = SweeperHeartbeatRow(
+            sweeper_id=sweeper_id, seen_at=now, started_at=now, host=host, pid=pid,
+            executor=executor,
+        )  # fmt: skip
+        db.add(row)
     else:
-        row.seen_at = now
-        row.host = host
-        row.pid = pid
+        row.seen_at, row.host, row.pid, row.executor = now, host, pid, executor
+
+
+def executors_seen_since(db: Session, since: datetime) -> list[str | None]:
+    """The executor of every sweeper seen at `since` or later (None for one of an older
+    rewake, which does not say)."""
+    return list(db.scalars(_EXECUTORS_SEEN_SINCE, {"since": since}))
 
 
 def latest_heartbeat(db: Session) -> datetime | None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Literal
 
 from rewake.errors import DomainError
 
@@ -83,3 +85,25 @@ def reset_not_stated(refusal_code: str | None, refusal_detail: str | None) -> Do
     what = REFUSAL_DETAILS.get(code, REFUSAL_DETAILS["not_stated"])
     said = f"{code}: {refusal_detail}" if refusal_detail else code
     return DomainError("reset_not_stated", f"{what} ({said})", refusal=code)
+
+
+#: What the sweepers seen lately will do with a due mark: nothing (none runs), log it only,
+#: or resume it.
+SweepersWill = Literal["nothing", "log", "resume"]
+
+
+def sweepers_will(executors: Sequence[str | None]) -> SweepersWill:
+    """Judged by the executors of the sweepers seen lately (None: a sweeper of an older rewake,
+    which does not say, and is taken to resume): one that resumes is enough."""
+    if not executors:
+        return "nothing"
+    return "log" if all(executor == "log" for executor in executors) else "resume"
+
+
+def sweeper_warnings(will: SweepersWill, fresh_s: int) -> list[str]:
+    """What keeps a live mark from being resumed, in words."""
+    if will == "nothing":
+        return [f"no sweeper seen in the last {fresh_s} s"]
+    if will == "log":
+        return ["executor is log: nothing will be resumed"]
+    return []

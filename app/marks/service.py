@@ -11,7 +11,14 @@ from rewake.context import JSON, Context, iso
 from rewake.db.models import LIVE_STATES, FailureRow, MarkRow, RunRow, SessionRow
 from rewake.errors import DomainError
 from rewake.marks import repository as mark_repo
-from rewake.marks.rules import OfferFacts, auto_resume_refusal, due_at_for
+from rewake.marks.rules import (
+    OfferFacts,
+    SweepersWill,
+    auto_resume_refusal,
+    due_at_for,
+    sweeper_warnings,
+    sweepers_will,
+)
 from rewake.marks.states import MarkState
 from rewake.sessions import repository as repo
 from rewake.sessions.tombstones import refuse_if_deleted
@@ -328,13 +335,19 @@ def warnings_for(db: Session, mark: MarkRow, ctx: Context) -> list[str]:
     """What may keep a live mark from doing what its owner expects."""
     if mark.state not in LIVE_STATES:
         return []
-    warnings = []
-    if ctx.executor == "log":
-        warnings.append("executor is log: nothing will be resumed")
-    seen = mark_repo.latest_heartbeat(db)
-    if seen is None or ctx.now - seen > timedelta(seconds=SWEEPER_FRESH_S):
-        warnings.append(f"no sweeper seen in the last {SWEEPER_FRESH_S} s")
-    return warnings
+    return sweepers_warnings(db, ctx)
+
+
+def sweepers_warnings(db: Session, ctx: Context) -> list[str]:
+    """Why no mark would be resumed now, from what the sweepers seen lately report; [] when a
+    sweeper that resumes runs."""
+    return sweeper_warnings(what_sweepers_will_do(db, ctx), SWEEPER_FRESH_S)
+
+
+def what_sweepers_will_do(db: Session, ctx: Context) -> SweepersWill:
+    """What the sweepers seen in the last SWEEPER_FRESH_S will do with a due mark."""
+    since = ctx.now - timedelta(seconds=SWEEPER_FRESH_S)
+    return sweepers_will(mark_repo.executors_seen_since(db, since))
 
 
 def mark_json(mark: MarkRow) -> JSON:

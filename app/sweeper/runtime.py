@@ -138,8 +138,9 @@ class Sweeper:
 
     def heartbeat_job(self) -> None:
         step.heartbeat(
-            self.database, self.now(), self.sweeper_id, host=socket.gethostname(), pid=os.getpid()
-        )
+            self.database, self.now(), self.sweeper_id, host=socket.gethostname(),
+            pid=os.getpid(), executor=self.executor.name,
+        )  # fmt: skip
 
     # -- what the timer calls ------------------------------------------------------------
 

@@ -91,11 +91,18 @@ def database_clock(database: Database, fallback: datetime) -> datetime:
 
 
 def heartbeat(
-    database: Database, now: datetime, sweeper_id: str, *, host: str | None, pid: int | None
+    database: Database,
+    now: datetime,
+    sweeper_id: str,
+    *,
+    host: str | None,
+    pid: int | None,
+    executor: str,
 ) -> None:
-    """Say that this sweeper is alive (/readyz and the marks' warnings read it)."""
+    """Say that this sweeper is alive and what it does with a due mark (/readyz and the marks'
+    warnings read it)."""
     with database.writer() as db, db.begin():
-        mark_repo.record_heartbeat(db, sweeper_id, now, host=host, pid=pid)
+        mark_repo.record_heartbeat(db, sweeper_id, now, host=host, pid=pid, executor=executor)
 
 
 @dataclass(frozen=True, slots=True)

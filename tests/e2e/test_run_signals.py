@@ -81,8 +81,8 @@ def test_a_missing_conversation_keeps_the_recorded_id(run_env: RunEnv) -> None:
 
 
 def test_a_sweeper_on_the_log_executor_is_named_before_waiting(tmp_path: Path) -> None:
-    """With a sweeper alive and the executor setting not `command`, rewake run warns before it
-    waits that such a sweeper would only log the resume, and says how to fix it."""
+    """With a sweeper alive whose heartbeat says it runs the log executor, rewake run warns
+    before it waits that such a sweeper would only log the resume, and says how to fix it."""
     from run_support import make_run_env
     from sweeper_support import start_sweeper, stop_all
 
@@ -108,7 +108,7 @@ def test_a_sweeper_on_the_log_executor_is_named_before_waiting(tmp_path: Path) -
         stop_all([sweeper])
         database.dispose()
     out = done.stdout
-    assert "a sweeper is running, and the executor setting here is log" in out, out
-    assert "REWAKE_EXECUTOR=command" in out
-    assert out.index("REWAKE_EXECUTOR=command") < out.index("⏳")
+    assert "the sweepers running here log a due mark instead of resuming it" in out, out
+    assert "the command executor (`rewake setup` installs one)" in out
+    assert out.index("rewake setup") < out.index("⏳")
     assert len(env.invocations()) <= 2  # never more than the one resume

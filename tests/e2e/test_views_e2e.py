@@ -20,6 +20,7 @@ from conftest import migrate
 from sweeper_support import REPO, arm, rewake_env
 
 from rewake.db.engine import Database
+from rewake.marks import repository as mark_repo
 
 SID = "7d0c5b1e-2a3f-4e6d-9c8b-1a2b3c4d5e6f"
 ROOT = f"claude-{SID}"
@@ -130,7 +131,7 @@ def test_one_database_per_user_wherever_the_command_runs(tmp_path: Path) -> None
     sid = "5e1f0c2a-0000-4000-8000-00000000000a"
     hooked = rewake(env, "hook", "claude", stdin=stated_limit(project_a, sid), cwd=project_a)
     assert "attempt 1 reported" in hooked.stderr, hooked.stderr
-    armed = rewake(env, "auto-resume", f"claude-{sid}", "on", cwd=project_a)
+    armed = rewake(env, "auto-resume", f"claude-{sid}", "on", "--anyway", cwd=project_a)
     assert armed.returncode == 0, armed.stderr
     shown = rewake(env, "show", f"claude-{sid}", "--json", cwd=project_b)
     assert shown.returncode == 0, shown.stderr
@@ -149,7 +150,7 @@ def test_auto_resume_off_clears_fresh_if_missing(tmp_path: Path) -> None:
     sid = "5e1f0c2a-0000-4000-8000-00000000000b"
     record = tmp_path / "state" / "runs" / f"claude-{sid}.json"
     assert rewake(env, "hook", "claude", stdin=stated_limit(tmp_path, sid)).returncode == 0
-    on = rewake(env, "auto-resume", f"claude-{sid}", "on", "--fresh-if-missing")
+    on = rewake(env, "auto-resume", f"claude-{sid}", "on", "--fresh-if-missing", "--anyway")
     assert on.returncode == 0 and json.loads(record.read_text())["fresh_if_missing"] is True
     off = rewake(env, "auto-resume", f"claude-{sid}", "off")
     assert off.returncode == 0, off.stderr
@@ -307,3 +308,45 @@ def test_no_control_character_reaches_the_terminal(
     elif command[0] == "show":
         assert "\\x1b]52;c;" in answer.stdout  # shown, so it can be read
         assert "[link=http://evil.example]x[/link]" in answer.stdout  # text, not markup
+
+
+def _sweeper_seen(url: str, executor: str) -> None:
+    """A heartbeat as a running sweeper with `executor` writes it, now."""
+    database = Database(url)
+    try:
+        with database.writer() as db, db.begin():
+            mark_repo.record_heartbeat(
+                db, f"seen-{executor}", datetime.now(UTC), host="here", pid=1, executor=executor
+            )
+    finally:
+        database.dispose()
+
+
+def test_auto_resume_on_refuses_while_no_sweeper_would_fire_it(tmp_path: Path) -> None:
+    """With no sweeper seen, or only one that logs, `auto-resume NAME on` arms nothing, says
+    why and how to fix it (exit 3); `--anyway` arms; a sweeper that resumes lets it arm."""
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    env = rewake_env(url, state_dir=tmp_path / "state")
+    sid = "5e1f0c2a-0000-4000-8000-00000000000c"
+    assert rewake(env, "hook", "claude", stdin=stated_limit(tmp_path, sid)).returncode == 0
+
+    refused = rewake(env, "auto-resume", f"claude-{sid}", "on")
+    assert refused.returncode == 3
+    assert "not armed: no sweeper seen in the last 90 s" in refused.stderr
+    assert "rewake setup" in refused.stderr and "--anyway" in refused.stderr
+    shown = json.loads(rewake(env, "show", f"claude-{sid}", "--json").stdout)
+    assert not shown["mark"]["enabled"], shown["mark"]
+
+    _sweeper_seen(url, "log")
+    logged = rewake(env, "auto-resume", f"claude-{sid}", "on")
+    assert logged.returncode == 3 and "executor is log" in logged.stderr, logged.stderr
+
+    anyway = rewake(env, "auto-resume", f"claude-{sid}", "on", "--anyway")
+    assert anyway.returncode == 0, anyway.stderr
+    assert "executor is log: nothing will be resumed" in anyway.stdout
+    assert rewake(env, "auto-resume", f"claude-{sid}", "off").returncode == 0
+
+    _sweeper_seen(url, "command")
+    armed = rewake(env, "auto-resume", f"claude-{sid}", "on")
+    assert armed.returncode == 0, armed.stderr
+    assert "nothing will be resumed" not in armed.stdout and "no sweeper" not in armed.stdout

@@ -7,15 +7,23 @@ from datetime import datetime, timedelta
 import httpx
 import pytest
 from conftest import NOT_STATED, OBSERVED, QUOTA, Api, failure, runs_url, serve_api
-from test_api_marks import arm
+from sqlalchemy import delete
+from test_api_marks import arm, mark_url
 
+from rewake.db.models import SweeperHeartbeatRow
 from rewake.marks import repository as mark_repo
 from rewake.parsers import parse
 
 
-def heartbeat(api: Api, at: datetime) -> None:
+def heartbeat(api: Api, at: datetime, executor: str | None = "log", name: str = "sweeper") -> None:
     with api.database.writer() as db, db.begin():
-        mark_repo.record_heartbeat(db, "test-sweeper", at, host="test", pid=1)
+        mark_repo.record_heartbeat(db, name, at, host="test", pid=1, executor=executor)
+
+
+def forget_sweepers(api: Api) -> None:
+    """No sweeper seen: the module's API keeps its database between tests."""
+    with api.database.writer() as db, db.begin():
+        db.execute(delete(SweeperHeartbeatRow))
 
 
 def test_healthz_needs_no_token(api: Api) -> None:
@@ -43,10 +51,38 @@ def test_readyz_needs_a_sweeper_seen_in_90_s(api: Api, http: httpx.Client) -> No
 def test_fresh_heartbeat_removes_the_no_sweeper_warning(
     api: Api, http: httpx.Client, root_id: str
 ) -> None:
-    """A sweeper seen within 90 s leaves only the log executor warning on the mark."""
+    """A sweeper seen within 90 s that runs the log executor turns "no sweeper seen" into the
+    log executor warning."""
+    forget_sweepers(api)
     http.post(runs_url(root_id), json=failure())
+    assert arm(http, root_id).json()["warnings"] == ["no sweeper seen in the last 90 s"]
     heartbeat(api, api.clock.now)
-    assert arm(http, root_id).json()["warnings"] == ["executor is log: nothing will be resumed"]
+    assert http.get(mark_url(root_id)).json()["warnings"] == [
+        "executor is log: nothing will be resumed"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sweepers", "warnings"),
+    [
+        ([("command", 0)], []),
+        ([("log", 0), ("command", 0)], []),  # one sweeper that resumes is enough
+        ([("command", 91), ("log", 0)], ["executor is log: nothing will be resumed"]),
+        ([("command", 91)], ["no sweeper seen in the last 90 s"]),
+        ([(None, 0)], []),  # an older rewake's sweeper does not say: no claim is made
+    ],
+)
+def test_a_marks_warnings_come_from_the_sweepers_seen(
+    api: Api, http: httpx.Client, root_id: str,
+    sweepers: list[tuple[str | None, int]], warnings: list[str],
+) -> None:  # fmt: skip
+    """The mark's warnings follow the executors the sweepers seen in the last 90 s report in
+    their heartbeats, never the API process's own executor setting."""
+    forget_sweepers(api)
+    for n, (executor, age_s) in enumerate(sweepers):
+        heartbeat(api, api.clock.now - timedelta(seconds=age_s), executor, name=f"s{n}")
+    http.post(runs_url(root_id), json=failure())
+    assert arm(http, root_id).json()["warnings"] == warnings
 
 
 def test_metrics_count_failures_refusals_and_marks(http: httpx.Client, root_id: str) -> None:

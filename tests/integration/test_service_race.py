@@ -26,7 +26,7 @@ SESSIONS = 30
 def _ctx(actor: str) -> Context:
     return Context(
         now=OBSERVED + timedelta(minutes=2), actor=actor, resume_delay_s=30,
-        display_zone=UTC, executor="log",
+        display_zone=UTC,
     )  # fmt: skip
 
 

@@ -53,7 +53,7 @@ def test_an_armed_mark_offers_turning_it_off_with_its_warnings(
     card = _card(http.get(f"/sessions/{root_id}", headers=HTML).text, root_id)
     assert "Auto-resume is on" in card
     assert 'data-until="2026-11-30T16:41:30Z" data-past="due now"' in card
-    assert "executor is log: nothing will be resumed" in card
+    assert "no sweeper seen in the last 90 s" in card
     assert 'data-action="disarm"' in card
 
 

@@ -9,7 +9,13 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from rewake.errors import DomainError
-from rewake.marks.rules import OfferFacts, auto_resume_refusal, due_at_for
+from rewake.marks.rules import (
+    OfferFacts,
+    auto_resume_refusal,
+    due_at_for,
+    sweeper_warnings,
+    sweepers_will,
+)
 from rewake.reports.rules import (
     EVENTS_CUT,
     EVENTS_MAX_DEPTH,
@@ -190,3 +196,23 @@ def test_tombstones_are_kept_for_their_retention() -> None:
     assert tombstone_kept(deleted, NOW, 30)
     assert not tombstone_kept(deleted - timedelta(microseconds=1), NOW, 30)
     assert tombstones_expire_before(NOW, 30) == deleted
+
+
+@pytest.mark.parametrize(
+    ("executors", "will", "warnings"),
+    [
+        ([], "nothing", ["no sweeper seen in the last 90 s"]),
+        (["log"], "log", ["executor is log: nothing will be resumed"]),
+        (["log", "log"], "log", ["executor is log: nothing will be resumed"]),
+        (["log", "command"], "resume", []),
+        (["webhook"], "resume", []),
+        ([None], "resume", []),
+    ],
+)
+def test_what_the_sweepers_seen_will_do_with_a_due_mark(
+    executors: list[str | None], will: str, warnings: list[str]
+) -> None:
+    """One sweeper that resumes is enough; only log sweepers resume nothing; a sweeper that
+    does not name its executor (an older rewake) is taken to resume."""
+    assert sweepers_will(executors) == will
+    assert sweeper_warnings(sweepers_will(executors), 90) == warnings

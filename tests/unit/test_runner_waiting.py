@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from rewake.marks.rules import SweepersWill
 from rewake.runner.local import records
 from rewake.runner.local.records import RunRecord
 from rewake.runner.local.store import LocalStore
@@ -26,12 +27,14 @@ def mark(mark_id: int, attempt: int, state: str = "armed") -> dict[str, Any]:
 
 
 class _Store(LocalStore):
-    """A local store whose get_mark answers from a script (the last answer repeats), with an
-    executor that makes rewake run fire the mark itself (no database is read for that)."""
+    """A local store whose get_mark answers from a script (the last answer repeats), and on
+    which no sweeper is seen, so that rewake run fires the mark itself."""
 
     def __init__(self, *answers: dict[str, Any]) -> None:
-        self.settings = SimpleNamespace(executor="log")
         self.answers = list(answers)
+
+    def what_sweepers_will_do(self) -> SweepersWill:
+        return "nothing"
 
     def get_mark(self, root_id: str) -> dict[str, Any]:
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]

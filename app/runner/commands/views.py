@@ -20,7 +20,7 @@ import argparse
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -91,6 +91,11 @@ def register(commands: Any) -> None:
         "--fresh-if-missing",
         action="store_true",
         help="if the conversation is gone at resume time, start a fresh one in its directory",
+    )
+    resume.add_argument(
+        "--anyway",
+        action="store_true",
+        help="arm even when no sweeper that resumes runs on this database (it fires once one does)",
     )
     resume.add_argument("--json", action="store_true", help="print the mark as JSON")
     resume.set_defaults(func=run_auto_resume)
@@ -201,6 +206,13 @@ def run_show(args: argparse.Namespace) -> int:
     return _with_store("show", now, work)
 
 
+#: What `auto-resume on` prints when no sweeper that resumes runs on the local database.
+NO_SWEEPER_FIX = (
+    "Start one as a user service with `rewake setup` (once), then run this again; or arm it "
+    "now with `rewake auto-resume {name} on --anyway` and it fires when a sweeper runs."
+)
+
+
 def run_auto_resume(args: argparse.Namespace) -> int:
     now, zone = datetime.now(UTC), display_zone()
     enabled = args.switch == "on"
@@ -208,6 +220,13 @@ def run_auto_resume(args: argparse.Namespace) -> int:
         return bad
 
     def work(store: Store) -> int:
+        unfired = store.sweepers_warnings() if enabled and not args.anyway else []
+        if unfired and _would_arm(store.get_mark(args.name), despite_native=args.despite_native):
+            # Arming would say "on" and nothing would ever resume it: say so, and the fix.
+            print(printable(f"rewake auto-resume: not armed: {'; '.join(unfired)}, so nothing "
+                            f"would resume {args.name}."), file=sys.stderr)  # fmt: skip
+            print(NO_SWEEPER_FIX.format(name=args.name), file=sys.stderr)
+            return Exit.REFUSED
         try:
             mark = store.set_auto_resume(
                 args.name, enabled=enabled, despite_native=args.despite_native
@@ -230,6 +249,17 @@ def run_auto_resume(args: argparse.Namespace) -> int:
         return Exit.OK
 
     return _with_store("auto-resume", now, work)
+
+
+def _would_arm(mark: Mapping[str, Any], *, despite_native: bool) -> bool:
+    """Whether `auto-resume on` would arm a new mark: the offer stands (or only the CLI's own
+    continuation stands in its way, and --despite-native was given) and no mark is live. A
+    refusal is left to the store, which says why in its own words."""
+    offer = mark.get("offer") or {}
+    stands = offer.get("available") or (
+        despite_native and offer.get("code") == "native_auto_continue"
+    )
+    return bool(stands) and not mark.get("enabled")
 
 
 def _invalid_name(command: str, name: str) -> int | None:

@@ -50,7 +50,7 @@ from rewake.runner.hook.payload import (
 )
 from rewake.runner.hook.transcript import TranscriptTail, last_user_prompt, read_transcript_tail
 from rewake.runner.local import records
-from rewake.runner.local.store import JSON, Store, StoreError
+from rewake.runner.local.store import JSON, LocalStore, Store, StoreError
 
 
 def failure_message(hook: HookInput) -> str:
@@ -236,6 +236,8 @@ def _report(
     result.say(f"auto-resume {mark.get('state')}: due {mark.get('due_at')}")
     for warning in mark.get("warnings") or []:
         result.say(f"warning: {warning}")
+    if mark.get("warnings") and isinstance(store, LocalStore):
+        result.say("no sweeper here resumes marks: `rewake setup` installs one (once)")
 
 
 #: The limits after which interactive Claude Code waits and continues by itself when the reset

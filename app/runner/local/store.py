@@ -31,6 +31,7 @@ from rewake.db.migrations import ensure_current
 from rewake.errors import DomainError
 from rewake.ids import ID_HELP, ID_RE
 from rewake.marks import service as marks
+from rewake.marks.rules import SweepersWill
 from rewake.parsers import parse
 from rewake.reports import actions, failures
 from rewake.reports import views as session_views
@@ -78,6 +79,11 @@ class Store(Protocol):
     def get_session(self, root_id: str) -> JSON: ...
 
     def list_sessions(self, *, limit: int = 50, **filters: str) -> JSON: ...
+
+    def sweepers_warnings(self) -> list[str]:
+        """Why an armed mark would not be resumed by the sweepers this store can see; [] when
+        one that resumes runs, or when the store cannot tell."""
+        ...
 
     def close(self) -> None: ...
 
@@ -199,6 +205,11 @@ class HttpStore:
     def list_sessions(self, *, limit: int = 50, **filters: str) -> JSON:
         return self._call("GET", "", params={"limit": limit, **filters})
 
+    def sweepers_warnings(self) -> list[str]:
+        # The service's sweepers are its operators' to run: the armed mark's own warnings
+        # (in the PUT's answer) say when none is seen.
+        return []
+
     def close(self) -> None:
         self._client.close()
 
@@ -270,7 +281,6 @@ class LocalStore:
             actor=self.actor,
             resume_delay_s=s.resume_delay_s,
             display_zone=ZoneInfo(s.display_zone) if s.display_zone else None,
-            executor=s.executor,
             tombstone_retention_days=s.tombstone_retention_days,
             hold_window_s=s.hold_window_s,
         )
@@ -340,6 +350,13 @@ class LocalStore:
     def get_session(self, root_id: str) -> JSON:
         check_id(root_id, "root_id")
         return self._run(lambda db, ctx: session_views.session_view(db, root_id, ctx), write=False)
+
+    def sweepers_warnings(self) -> list[str]:
+        return self._run(lambda db, ctx: marks.sweepers_warnings(db, ctx), write=False)
+
+    def what_sweepers_will_do(self) -> SweepersWill:
+        """What the sweepers seen lately on this database will do with a due mark."""
+        return self._run(lambda db, ctx: marks.what_sweepers_will_do(db, ctx), write=False)
 
     def list_sessions(self, *, limit: int = 50, **filters: str) -> JSON:
         where = SessionFilter(**filters)

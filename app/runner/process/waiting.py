@@ -21,17 +21,15 @@ import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import IO, Any
 
 from rewake.executors.base import Outcome
 from rewake.instants import parse_instant
-from rewake.marks import repository as mark_repo
 from rewake.reports.banners import describe_wait
 from rewake.runner.local import records
 from rewake.runner.local.store import JSON, LocalStore, Store
 from rewake.runner.process.guard import SessionLock
-from rewake.settings import SWEEPER_FRESH_S
 from rewake.sweeper import step
 from rewake.sweeper.config import SweeperConfig
 
@@ -67,38 +65,29 @@ def local_clock(at: datetime) -> str:
     return at.astimezone().strftime("%H:%M:%S %Z")
 
 
-def sweeper_alive(store: LocalStore, now: datetime) -> bool:
-    """A sweeper wrote a heartbeat within SWEEPER_FRESH_S of `now`."""
-
-    with store.database.reader() as db:
-        seen = mark_repo.latest_heartbeat(db)
-    return seen is not None and now - seen <= timedelta(seconds=SWEEPER_FRESH_S)
-
-
 def fires_itself(store: Store, now: datetime) -> bool:
-    """Whether this process fires the mark (else a sweeper or the service does)."""
+    """Whether this process fires the mark (else a sweeper or the service does): on the local
+    database, unless a sweeper seen there lately resumes marks (its heartbeat says which
+    executor it runs; this process's own REWAKE_EXECUTOR says nothing about it)."""
     if not isinstance(store, LocalStore):
         return False
-    return store.settings.executor != "command" or not sweeper_alive(store, now)
+    return store.what_sweepers_will_do() != "resume"
 
 
 def resume_path(store: Store, now: datetime) -> list[str]:
     """Who will run the resume, in words, for the terminal."""
     if not isinstance(store, LocalStore):
         return ["the service's sweeper fires the resume; rewake run watches the mark"]
-    executor = store.settings.executor
-    if not sweeper_alive(store, now):
+    will = store.what_sweepers_will_do()
+    if will == "nothing":
         return ["no sweeper is running: rewake run fires the resume itself at the due time"]
-    if executor == "command":
-        return ["a sweeper is running: it fires the resume (command executor); rewake run "
-                "watches the mark"]  # fmt: skip
+    if will == "resume":
+        return ["a sweeper is running: it fires the resume; rewake run watches the mark"]
     return [
-        f"warning: a sweeper is running, and the executor setting here is {executor}: such a "
-        f"sweeper would {'log' if executor == 'log' else 'post'} the resume, not run it. "
-        "rewake run fires it itself at the due time, but if the sweeper claims it first the "
-        "resume is only logged. Set REWAKE_EXECUTOR=command and "
-        'REWAKE_COMMAND=\'["rewake","run","--resume-of","{mark_id}"]\' for the '
-        "sweeper, or stop it",
+        "warning: the sweepers running here log a due mark instead of resuming it: rewake run "
+        "fires it itself at the due time, but if a sweeper claims it first the resume is only "
+        "logged. Run the sweeper with the command executor (`rewake setup` installs one), or "
+        "stop it",
     ]
 
 
