@@ -80,17 +80,26 @@ def run_setup(args: argparse.Namespace) -> int:
         return Exit.PROBLEM
 
 
-def setup_sweeper(env: Mapping[str, str], now: datetime, *, dry_run: bool, undo: bool) -> int:
-    service = sweeper_service.service_file(
-        sys.platform, env, uid=os.getuid(), rewake=rewake_argv(env)
-    )
+def setup_sweeper(
+    env: Mapping[str, str],
+    now: datetime,
+    *,
+    dry_run: bool,
+    undo: bool,
+    run: sweeper_service.Runner = sweeper_service.run_command,
+    platform: str = sys.platform,
+) -> int:
+    """Install (or undo) the sweeper's service on `platform`, its manager reached by `run`."""
+
+    uid = os.getuid()
+    service = sweeper_service.service_file(platform, env, uid=uid, rewake=rewake_argv(env))
     if undo:
-        outcome = sweeper_service.undo(service, now=now, dry_run=dry_run)
+        outcome = sweeper_service.undo(service, now=now, run=run, dry_run=dry_run)
     else:
         if not dry_run:
             # The state dir holds the database and, on macOS, the sweeper's log.
             state_dir(env).mkdir(parents=True, exist_ok=True)
-        outcome = sweeper_service.install(service, now=now, dry_run=dry_run)
+        outcome = sweeper_service.install(service, now=now, run=run, dry_run=dry_run)
     for line in outcome.lines:
         print(printable(line))
     return Exit.OK if outcome.ok else Exit.PROBLEM

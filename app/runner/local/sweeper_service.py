@@ -76,12 +76,11 @@ _BARE_WORD = re.compile(r"[A-Za-z0-9_./:=+,@-]+")
 def systemd_word(value: str, *, command_line: bool = False) -> str:
     """`value` as one word of a systemd setting (systemd.syntax(7), "Quoting"; systemd.unit(5),
     "Specifiers"): in double quotes, `\\` and `"` escaped with a backslash, `%` doubled as a
-    specifier's escape, and on a command line `$` doubled too, as ExecStart= expands
-    variables. A word of plain characters stays bare. A control character cannot be written
-    so that every systemd reads it back: refused."""
+    specifier's escape, and on a command line `$` doubled too, as ExecStart= expands variables
+    in its arguments. A word of plain characters stays bare. A control character cannot be
+    written so that every systemd reads it back: refused."""
 
-    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
-        raise SetupError("unit_value_unwritable", f"a control character in {value!r}")
+    _refuse_control(value)
     if command_line and _BARE_WORD.fullmatch(value):
         return value
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
@@ -90,10 +89,30 @@ def systemd_word(value: str, *, command_line: bool = False) -> str:
     return f'"{escaped}"'
 
 
+def systemd_executable(path: str) -> str:
+    """The program of ExecStart=: quoted for its spaces and `%` alone, since systemd expands no
+    variable in it and refuses one whose name holds a quote or a backslash."""
+
+    _refuse_control(path)
+    if any(char in path for char in "\"'\\"):
+        raise SetupError(
+            "unit_value_unwritable",
+            f"systemd runs no program whose path has a quote or a backslash: {path!r}",
+        )
+    return path if _BARE_WORD.fullmatch(path) else f'"{path.replace("%", "%%")}"'
+
+
+def _refuse_control(value: str) -> None:
+    if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+        raise SetupError("unit_value_unwritable", f"a control character in {value!r}")
+
+
 def systemd_unit(argv: Sequence[str], environment: Mapping[str, str]) -> str:
     """The user unit that runs `argv` with `environment`, restarted when it fails."""
 
-    exec_start = " ".join(systemd_word(word, command_line=True) for word in argv)
+    program, *arguments = argv
+    words = [systemd_executable(program), *(systemd_word(a, command_line=True) for a in arguments)]
+    exec_start = " ".join(words)
     lines = [
         "# Written by `rewake setup`; `rewake setup --undo` removes it.",
         "[Unit]",
