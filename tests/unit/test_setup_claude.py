@@ -266,3 +266,14 @@ def test_the_interpreter_is_used_when_no_console_script_is_found(tmp_path: Path)
     command = written["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     assert command == f"{interpreter} -m rewake hook claude"
     assert claude_settings.is_rewake_hook(command)
+
+
+def test_a_new_settings_file_is_private_and_an_old_one_keeps_its_mode(home: Path) -> None:
+    """A settings file setup creates is 0600 (it may come to hold keys); an existing file's
+    mode is kept."""
+    setup()
+    assert settings_file(home).stat().st_mode & 0o777 == 0o600
+    settings_file(home).chmod(0o640)
+    write(settings_file(home), FOREIGN)
+    setup()
+    assert settings_file(home).stat().st_mode & 0o777 == 0o640

@@ -347,3 +347,19 @@ def test_the_rewake_beside_the_interpreter_is_preferred(tmp_path: Path) -> None:
     bare = {"PATH": str(tmp_path / "nothing")}
     assert rewake_argv(bare, interpreter) == [interpreter, "-m", "rewake"]
     assert Path(rewake_argv(bare, interpreter)[0]).is_absolute()
+
+
+def test_undo_keeps_the_unit_when_the_sweeper_cannot_be_stopped(env: dict[str, str]) -> None:
+    """disable --now fails: the unit stays (a running sweeper is not left without its file),
+    no reload is run, and the outcome fails naming the command."""
+    service = linux(env)
+    sweeper_service.install(service, now=NOW, run=Manager(True))
+
+    def refusing(argv: Sequence[str]) -> tuple[int, str]:
+        return (1, "Access denied") if "disable" in argv else (0, "")
+
+    outcome = sweeper_service.undo(service, now=NOW, run=refusing)
+    assert not outcome.ok and service.path.read_bytes() == service.content
+    assert any(
+        line.startswith(f"✗ `systemctl --user disable --now {UNIT_NAME}`") for line in outcome.lines
+    )

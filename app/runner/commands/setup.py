@@ -128,7 +128,8 @@ def setup_claude(env: Mapping[str, str], now: datetime, *, dry_run: bool, undo: 
         for line in diff:
             print(printable(line.rstrip("\n")))
         return Exit.OK
-    saved = write_file(path, new_text.encode(), now)
+    # Claude Code's settings may come to hold keys (its `env`): a new file is the user's alone.
+    saved = write_file(path, new_text.encode(), now, mode=0o600)
     if saved is not None:
         print(f"backed up {path} to {saved}")
     words = "removed rewake's hooks from" if undo else "wrote rewake's hooks into"

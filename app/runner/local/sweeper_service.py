@@ -288,8 +288,11 @@ def undo(
         outcome.lines += [f"would run: {step.words}" for step in service.after_removal]
         return outcome
     reachable, why = _reachable(service, run)
-    if reachable:
-        _execute(list(service.stop), outcome, run)
+    if reachable and not _execute(list(service.stop), outcome, run).ok:
+        # Removing the file of a sweeper that could not be stopped would leave it running
+        # with nothing on disk to say so.
+        outcome.lines.append(f"  {service.path} is left in place")
+        return outcome
     saved = remove_file(service.path, now)
     outcome.lines.append(f"removed {service.path} (backed up to {saved})")
     if reachable:

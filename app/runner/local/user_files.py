@@ -69,13 +69,13 @@ def back_up(path: Path, now: datetime) -> Path | None:
     return copy
 
 
-def write_file(path: Path, content: bytes, now: datetime) -> Path | None:
+def write_file(path: Path, content: bytes, now: datetime, *, mode: int = 0o644) -> Path | None:
     """Write `content` to `path` (its directory created), backing up an existing file first;
-    the backup's path, if one was made. An existing file's mode is kept."""
+    the backup's path, if one was made. An existing file keeps its mode; a new one gets `mode`."""
 
     path.parent.mkdir(parents=True, exist_ok=True)
     saved = back_up(path, now)
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o644
+    mode = path.stat().st_mode & 0o7777 if path.exists() else mode
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(handle, "wb") as out:
