@@ -64,6 +64,7 @@ def register(commands: Any) -> None:
 
 
 def run_setup(args: argparse.Namespace) -> int:
+    """Either target; a refusal is one line with its code, never a traceback."""
     now = datetime.now(UTC)  # the command's one reading of the clock: the backups' names
     env = os.environ
     try:
@@ -106,6 +107,9 @@ def setup_sweeper(
 
 
 def setup_claude(env: Mapping[str, str], now: datetime, *, dry_run: bool, undo: bool) -> int:
+    """Merge (or remove) rewake's hook entries; the file is written only when they change it,
+    so that a second run leaves the user's file, and its formatting, alone."""
+
     path = claude_settings.settings_path(env)
     before = claude_settings.read_settings(path)
     if undo:
