@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "show": "rewake.runner.commands.views",
     "auto-resume": "rewake.runner.commands.views",
     "doctor": "rewake.runner.commands.views",
+    "setup": "rewake.runner.commands.setup",
 }
 
 

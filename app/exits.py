@@ -12,11 +12,13 @@ from enum import IntEnum
 class Exit(IntEnum):
     OK = 0
     #: `rewake doctor` found a needed flag, CLI or store missing; `rewake sweep` was stopped
-    #: before the schema became current.
+    #: before the schema became current; `rewake setup` wrote the sweeper's service but could
+    #: not start (or stop) it: no user service manager answered, or it refused.
     PROBLEM = 1
     #: Bad usage or configuration (a name that is no valid id, an invalid setting, a schema
-    #: this version cannot use; for `serve` and `migrate`, a database that cannot be used):
-    #: nothing was done.
+    #: this version cannot use; for `serve` and `migrate`, a database that cannot be used; for
+    #: `setup`, a settings file that is no JSON object, or a platform it knows no service
+    #: manager of): nothing was done.
     USAGE = 2
     #: The hook's one non-zero status, fixed by Claude Code's protocol: exit 2 blocks the
     #: prompt and shows stderr to the user.

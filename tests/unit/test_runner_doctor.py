@@ -156,3 +156,25 @@ def test_doctor_names_the_default_database_and_what_a_sweeper_needs(
     assert store.lines[0] == f"store: the local SQLite file {db} (default: the state dir)"
     assert store.lines[1] == f"    a sweeper for these sessions needs REWAKE_DATABASE_URL=sqlite:///{db}"
     assert store.ok and not db.parent.exists()
+
+
+def test_doctor_points_at_rewake_setup_until_a_sweeper_is_seen(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A local database no sweeper watches: doctor names `rewake setup`; once a sweeper's
+    heartbeat is fresh, it does not."""
+    from conftest import migrate
+
+    from rewake.db.engine import Database
+    from rewake.marks.repository import record_heartbeat
+
+    migrate(env["REWAKE_DATABASE_URL"])
+    assert f"    {doctor.SETUP_HINT}" in doctor.check_store(env, NOW).lines
+    database = Database(env["REWAKE_DATABASE_URL"])
+    try:
+        with database.writer() as db, database.transaction(db):
+            record_heartbeat(db, "s1", NOW - timedelta(seconds=5), host=None, pid=None)
+    finally:
+        database.dispose()
+    lines = doctor.check_store(env, NOW).lines
+    assert "sweeper seen 5 s ago" in lines[-1] and f"    {doctor.SETUP_HINT}" not in lines

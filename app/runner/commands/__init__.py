@@ -1,1 +1,2 @@
-"""The `rewake` commands of one developer: `run`, `hook`, `ls`, `show`, `auto-resume`, `doctor`."""
+"""The `rewake` commands of one developer: `run`, `hook`, `ls`, `show`, `auto-resume`, `doctor`,
+`setup`."""

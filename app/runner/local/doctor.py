@@ -33,6 +33,8 @@ from rewake.spawn_env import without_rewake_settings
 PROBE_TIMEOUT_S = 15.0
 SWEEPER_FRESH_S = 90  # rewake.settings.SWEEPER_FRESH_S, not imported: doctor must not need a DB
 
+SETUP_HINT = "`rewake setup` installs a sweeper for this database as a user service"
+
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
@@ -192,7 +194,11 @@ def _check_local_db(env: Mapping[str, str], now: datetime) -> StoreCheck:
     except Exception as error:  # any database error is reported, not raised
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         return StoreCheck([*lines, f"    ✗ cannot read it: {first}"], ok=False)
-    return StoreCheck([*lines, sweeper_line(seen, now)], ok=True)
+    lines.append(sweeper_line(seen, now))
+    if seen is None or now - seen > timedelta(seconds=SWEEPER_FRESH_S):
+        # The one-developer case: nothing fires what `rewake auto-resume` arms here.
+        lines.append(f"    {SETUP_HINT}")
+    return StoreCheck(lines, ok=True)
 
 
 def _latest_heartbeat(url: str) -> datetime | None:
