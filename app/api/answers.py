@@ -131,6 +131,12 @@ class Failure(Answer):
     truncated: bool
     message_chars: int
     message: str
+    cli_text: str | None = Field(
+        description=(
+            "what the CLI showed about how the attempt ended (its error events' texts), as "
+            "reported; shown where the message says nothing, never parsed"
+        )
+    )
     verdict: Verdict
     banner: Banner
     warnings: list[FieldWarning]

@@ -133,6 +133,8 @@ class FailureRow(SQLModel, table=True):
     halted: bool = Field(sa_type=Boolean, nullable=False)
     capture: str | None = _short(length=16)
     events: list[Any] | None = Field(default=None, sa_type=JSON, nullable=True)
+    #: What the CLI showed about how the attempt ended, for display only (never parsed).
+    cli_text: str | None = Field(default=None, sa_type=Text, nullable=True)
     body_hash: str = _short(nullable=False, length=64)
     answer: dict[str, Any] = Field(sa_type=JSON, nullable=False)
     reported_by: str = _short(nullable=False)

@@ -18,7 +18,7 @@ from pydantic import (
 
 from rewake.reports.failures import FailureReport
 from rewake.reports.fields import FieldWarning, read_optional_fields
-from rewake.reports.rules import FailureKind
+from rewake.reports.rules import CLI_TEXT_LIMIT_CHARS, FailureKind
 
 #: A JSON integer and nothing else: `true`, `"1"` and `1.0` are refused (422), never read as 1.
 AttemptNumber = Annotated[StrictInt, Field(ge=0, le=1_000_000_000)]
@@ -45,6 +45,14 @@ class FailureBody(Body):
     capture: Literal["live", "scrollback"] | None = None
     account_key: str | None = Field(default=None, max_length=200)
     halted: StrictBool = False
+    cli_text: str | None = Field(
+        default=None,
+        description=(
+            "what the CLI showed the user about how the attempt ended, when the message lacks "
+            "it (headless runs keep it in their events): shown beside the message, never "
+            f"parsed; its last {CLI_TEXT_LIMIT_CHARS} characters are kept"
+        ),
+    )
 
     _warnings: list[FieldWarning] = PrivateAttr(default_factory=list)
 
@@ -76,5 +84,6 @@ class FailureBody(Body):
             capture=self.capture,
             account_key=self.account_key,
             halted=self.halted,
+            cli_text=self.cli_text,
             warnings=tuple(self._warnings),
         )

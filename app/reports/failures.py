@@ -56,6 +56,9 @@ class FailureReport:
     capture: str | None = None
     account_key: str | None = None
     halted: bool = False
+    #: What the CLI showed about how the attempt ended (its error events' texts): stored and
+    #: shown, never parsed (DESIGN.md rule 8).
+    cli_text: str | None = None
     #: What reading the optional fields changed or dropped (rewake.reports.fields).
     warnings: tuple[FieldWarning, ...] = ()
 
@@ -75,6 +78,10 @@ class FailureReport:
             "account_key": self.account_key,
             "halted": self.halted,
         }
+        if self.cli_text is not None:
+            # Left out when absent, so that a report stored before the field existed keeps its
+            # fingerprint; when sent, other words are another body (409), never silently lost.
+            body["cli_text"] = self.cli_text
         text = json.dumps(body, sort_keys=True, ensure_ascii=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -273,6 +280,7 @@ def _failure_row(read: ReadReport, ctx: Context) -> FailureRow:
         halted=report.halted,
         capture=report.capture,
         events=read.events,
+        cli_text=clean_text(report.cli_text) if report.cli_text else None,
         body_hash=read.fingerprint,
         answer={},
         reported_by=ctx.actor,

@@ -12,7 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rewake.reports.rules import EVENTS_CUT, EVENTS_MAX_DEPTH, FAILURE_KINDS, CleanJSON, clean_text
+from rewake.reports.rules import (
+    CLI_TEXT_LIMIT_CHARS,
+    EVENTS_CUT,
+    EVENTS_MAX_DEPTH,
+    FAILURE_KINDS,
+    CleanJSON,
+    clean_text,
+    keep_last_part,
+)
 
 PROVIDERS = ("claude", "codex", "gemini")
 CAPTURES = ("live", "scrollback")
@@ -56,6 +64,7 @@ def read_optional_fields(body: Mapping[str, Any]) -> tuple[dict[str, Any], list[
     )
     fields["halted"] = _halted(body.get("halted"), warnings)
     fields["events"] = _events(body.get("events"), warnings)
+    fields["cli_text"] = _cli_text(body.get("cli_text"), warnings)
     return fields, warnings
 
 
@@ -106,6 +115,34 @@ def _text(name: str, value: Any, limit: int, warnings: list[FieldWarning]) -> st
             )
         )
     return cleaned
+
+
+def _cli_text(value: Any, warnings: list[FieldWarning]) -> str | None:
+    """Cleaned as the message is and cut to its last part, not dropped: it is only shown, so
+    its end (how the run ended) is worth keeping whatever came before. Blank text is none."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        warnings.append(_wrong_type("cli_text", value, "a string"))
+        return None
+    cleaned = clean_text(value)
+    if cleaned != value:
+        warnings.append(
+            FieldWarning(
+                "cli_text", "unstorable_text", "NUL characters and lone surrogates stored as U+FFFD"
+            )
+        )
+    kept, cut = keep_last_part(cleaned, CLI_TEXT_LIMIT_CHARS)
+    if cut:
+        warnings.append(
+            FieldWarning(
+                "cli_text",
+                "too_long",
+                f"{len(cleaned)} characters, more than the {CLI_TEXT_LIMIT_CHARS} stored; "
+                "the last ones kept",
+            )
+        )
+    return kept if kept.strip() else None
 
 
 def _choice(

@@ -25,6 +25,9 @@ FAILURE_KINDS: tuple[FailureKind, ...] = get_args(FailureKind)
 #: Characters of CLI output kept per failure; longer text keeps its last part (the banner
 #: that stopped the run is at the end) and is flagged `truncated`.
 MESSAGE_LIMIT_CHARS = 1_048_576
+#: Characters kept of a report's `cli_text` (the CLI's closing error texts, for display): a
+#: few lines in practice; longer text keeps its last part, as the message does.
+CLI_TEXT_LIMIT_CHARS = 65_536
 
 #: How far after its receipt a report may say it was observed (clock skew between machines).
 OBSERVED_AT_SKEW = timedelta(minutes=5)

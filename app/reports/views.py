@@ -91,6 +91,7 @@ def failure_json(failure: FailureRow, ctx: Context) -> JSON:
         "truncated": failure.truncated,
         "message_chars": failure.message_chars,
         "message": failure.message,
+        "cli_text": failure.cli_text,
         "verdict": failure.verdict,
         "banner": failure_banner(failure, ctx),
         "warnings": failure.answer.get("warnings", []),

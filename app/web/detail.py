@@ -58,6 +58,24 @@ class Excerpt:
     evidence_elsewhere: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class CliBox:
+    """The failure's "What the CLI printed" box: its heading and the text shown in it."""
+
+    heading: str
+    part: Excerpt
+    from_events: bool
+
+
+def cli_box(failure: JSON) -> CliBox:
+    """The printed text around the verdict's evidence, or, when it says nothing, what the CLI
+    reported through its events (`session_json.shown_text`); the evidence is marked wherever
+    its words appear in the text shown."""
+    shown = session_json.shown_text(failure)
+    evidence = (failure.get("verdict") or {}).get("evidence")
+    return CliBox(shown.heading, excerpt(shown.text, evidence), shown.from_events)
+
+
 def excerpt(message: str, evidence: JSON | None) -> Excerpt:
     """The CLI text around the verdict's evidence (text[start:end]). When the offsets do not
     point at the evidence in the stored text (the verdict read structured events, or the text

@@ -125,7 +125,7 @@ def session_page(
                 summary, view["mark"], resume_delay_s=services.settings.resume_delay_s
             ),
             "view": view,
-            "excerpt": detail.excerpt,
+            "cli_box": detail.cli_box,
             "banner_of": lambda failure: views.banner_view(detail.failure_summary(failure)),
             "timeline": detail.timeline(view["timeline"]),
         },

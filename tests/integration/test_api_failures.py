@@ -17,7 +17,7 @@ from conftest import (
     runs_url,
 )
 
-from rewake.reports.rules import MESSAGE_LIMIT_CHARS
+from rewake.reports.rules import CLI_TEXT_LIMIT_CHARS, MESSAGE_LIMIT_CHARS
 
 
 def test_quota_report_returns_verdict_and_banner(http: httpx.Client, root_id: str) -> None:
@@ -180,3 +180,54 @@ def test_structured_events_are_parsed_with_the_text(http: httpx.Client, root_id:
     assert answer["verdict"]["kind"] == "provider_quota"
     assert answer["verdict"]["reset_at"] == "2026-11-30T17:00:00Z"  # 1796058000 s after 1970
     assert answer["verdict"]["form"] == "structured"
+
+
+CODEX_LIMIT = "You’ve hit your usage limit. Try again at 5:46 PM."
+
+
+def test_cli_text_is_stored_and_shown_beside_the_message(http: httpx.Client, root_id: str) -> None:
+    """cli_text comes back in the session's failure as sent, the message untouched; a report
+    without it shows null."""
+    body = failure(message="Reading additional input from stdin...", cli_text=CODEX_LIMIT)
+    assert http.post(runs_url(root_id), json=body).status_code == 201
+    assert http.post(runs_url(root_id, "r2"), json=failure()).status_code == 201
+    runs = {run["run_id"]: run for run in http.get(f"/api/agent/runs/{root_id}").json()["runs"]}
+    stored = runs["r1"]["attempts"][0]["failure"]
+    assert (stored["cli_text"], stored["message"]) == (CODEX_LIMIT, body["message"])
+    assert runs["r2"]["attempts"][0]["failure"]["cli_text"] is None
+
+
+def test_cli_text_is_never_parsed(http: httpx.Client, root_id: str) -> None:
+    """A limit banner only in cli_text leaves the verdict to the message and events: not a
+    provider limit (DESIGN.md rule 8: text the model may have written is never a banner)."""
+    body = failure(message="", cli_text=QUOTA, provider="claude")
+    answer = http.post(runs_url(root_id), json=body).json()
+    assert answer["verdict"]["kind"] == "none" and answer["failure_kind"] == "execution_failure"
+    in_message = http.post(runs_url(root_id, "r2"), json=failure(cli_text="")).json()
+    assert in_message["verdict"]["kind"] == "provider_quota"  # the same banner, as the message
+
+
+def test_cli_text_is_part_of_the_reports_body(http: httpx.Client, root_id: str) -> None:
+    """The same report with the same cli_text again is 200; other words are 409, as any other
+    change of the body is (the first text is not silently kept); no cli_text and an absent
+    one are the same body."""
+    body = failure(cli_text=CODEX_LIMIT)
+    assert http.post(runs_url(root_id), json=body).status_code == 201
+    assert http.post(runs_url(root_id), json=body).status_code == 200
+    other = http.post(runs_url(root_id), json=failure(cli_text="another error"))
+    assert other.status_code == 409 and other.json()["code"] == "attempt_already_reported"
+    assert http.post(runs_url(root_id, "r2"), json=failure()).status_code == 201
+    assert http.post(runs_url(root_id, "r2"), json=failure(cli_text=None)).status_code == 200
+
+
+def test_long_cli_text_keeps_its_last_part_with_a_warning(http: httpx.Client, root_id: str) -> None:
+    """cli_text over its limit keeps its last characters (how the run ended) and says so."""
+    text = "x" * CLI_TEXT_LIMIT_CHARS + CODEX_LIMIT
+    answer = http.post(runs_url(root_id), json=failure(cli_text=text))
+    assert answer.status_code == 201
+    assert [(w["field"], w["code"]) for w in answer.json()["warnings"]] == [
+        ("cli_text", "too_long")
+    ]
+    [run] = http.get(f"/api/agent/runs/{root_id}").json()["runs"]
+    stored = run["attempts"][0]["failure"]["cli_text"]
+    assert len(stored) == CLI_TEXT_LIMIT_CHARS and stored.endswith(CODEX_LIMIT)

@@ -44,6 +44,12 @@ def stored_failure(http: httpx.Client, root_id: str) -> dict[str, Any]:
         ({"halted": "yes"}, "normalized", {"halted": True}),
         ({"halted": "maybe"}, "not_allowed", {"halted": True}),
         ({"events": {"type": "result"}}, "wrong_type", {}),
+        ({"cli_text": ["limit"]}, "wrong_type", {"cli_text": None}),
+        (
+            {"cli_text": "API Error\x00\ud800"},
+            "unstorable_text",
+            {"cli_text": "API Error\ufffd\ufffd"},
+        ),
     ],
 )
 def test_unusable_optional_fields_are_warned_not_refused(

@@ -9,12 +9,17 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from conftest import fresh_postgres_schema
+from alembic.script import ScriptDirectory
+from conftest import T0, fresh_postgres_schema
 from sqlalchemy import inspect, text
+from sweeper_support import context
 
 from alembic import command
 from rewake.db import migrations
 from rewake.db.engine import Database
+from rewake.parsers import parse
+from rewake.reports.failures import FailureReport, report_failure
+from rewake.reports.views import session_view
 
 TABLES = {
     "sessions",
@@ -58,6 +63,42 @@ def test_upgrade_matches_the_models_and_round_trips(empty_url: str) -> None:
     assert status.current == ()
     assert not TABLES & set(inspect(database.engine).get_table_names())
     assert migrations.upgrade(database.engine).is_current
+    database.dispose()
+
+
+def _revision_before_adding(column: str) -> str:
+    """The revision before the one that adds `column` (found by its text, not its id: the
+    revisions may be renumbered when branches meet)."""
+    script = ScriptDirectory.from_config(migrations.alembic_config())
+    [adding] = [rev for rev in script.walk_revisions() if f'"{column}"' in Path(
+        str(rev.path)).read_text(encoding="utf-8")]  # fmt: skip
+    assert isinstance(adding.down_revision, str)
+    return adding.down_revision
+
+
+def test_upgrading_keeps_failures_from_before_cli_text(empty_url: str) -> None:
+    """A database at the revision before failures.cli_text keeps its failures through the
+    upgrade; they show no CLI text, and a new report stores one."""
+    database = Database(empty_url)
+    migrations.upgrade(database.engine)
+    with database.writer() as db, db.begin():
+        report = FailureReport(root_id="old", run_id="r1", attempt=1, message="limit x",
+                               observed_at=T0, cli_text="dropped with the column")  # fmt: skip
+        report_failure(db, report, parse=parse, ctx=context(T0))
+    before = _revision_before_adding("cli_text")
+    assert migrations.downgrade(database.engine, before).current == (before,)
+    columns = {c["name"] for c in inspect(database.engine).get_columns("failures")}
+    assert "cli_text" not in columns and "message" in columns
+    assert migrations.upgrade(database.engine).is_current
+    with database.writer() as db, db.begin():
+        new = FailureReport(root_id="old", run_id="r1", attempt=2, message="limit y",
+                            observed_at=T0, cli_text="the CLI's error")  # fmt: skip
+        report_failure(db, new, parse=parse, ctx=context(T0))
+    with database.reader() as db:
+        [run] = session_view(db, "old", context(T0))["runs"]
+    kept, added = (attempt["failure"] for attempt in run["attempts"])
+    assert (kept["message"], kept["cli_text"]) == ("limit x", None)
+    assert (added["message"], added["cli_text"]) == ("limit y", "the CLI's error")
     database.dispose()
 
 

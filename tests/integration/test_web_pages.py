@@ -155,3 +155,20 @@ def test_a_session_without_a_failure_has_a_page(http: httpx.Client, root_id: str
         assert page.status_code == 200
         assert "No failure reported for the current attempt." in page.text
     assert "Cancelled</dt>" in http.get(f"/sessions/{root_id}", headers=HTML).text
+
+
+def test_session_page_shows_what_the_cli_reported_when_its_text_says_nothing(
+    http: httpx.Client, root_id: str
+) -> None:
+    """A message of only Codex's stdin notice gives the box to cli_text, headed "What the CLI
+    reported" and escaped; a message with words keeps the box, cli_text or not."""
+    reported = "<b>You’ve hit your usage limit.</b>\n\x1b[31mTry again at 5:46 PM."
+    chatter = "Reading additional input from stdin..."
+    http.post(runs_url(root_id), json=failure(message=chatter, cli_text=reported))
+    page = http.get(f"/sessions/{root_id}", headers=HTML).text
+    assert "<figcaption>What the CLI reported (from its error events)" in page
+    assert "&lt;b&gt;You’ve hit your usage limit.&lt;/b&gt;\n␛[31mTry again" in page
+    assert "<b>You’ve" not in page and chatter not in page
+    http.post(runs_url(root_id, "r2"), json=failure(message="Error: boom", cli_text=reported))
+    page = http.get(f"/sessions/{root_id}", headers=HTML).text
+    assert page.count("What the CLI reported") == 1 and "Error: boom" in page

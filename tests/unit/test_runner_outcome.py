@@ -3,6 +3,7 @@ host zone, and the terminal rendering of events."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from rewake.runner.process.supervise import Finished
 NOW = datetime(2026, 6, 10, 14, 5, tzinfo=UTC)
 claude = provider_named("claude")
 INIT = {"type": "system", "subtype": "init", "session_id": "S"}
+REAL = Path(__file__).resolve().parents[1] / "corpus" / "real"
 
 
 def finished(events: list[dict[str, Any]], code: int = 0, **kw: Any) -> Finished:
@@ -111,3 +113,19 @@ def test_rendering_shows_text_tools_and_limits() -> None:
     ]
     assert "".join(pieces) == "Fixing"
     assert g.feed({"type": "result", "status": "success"}) == "\n✓ done\n"
+
+
+def test_failure_body_carries_what_the_cli_reported_apart_from_the_message() -> None:
+    """Codex's error events (a real capture) give the body's cli_text; the message stays the
+    text the CLI printed outside its events; a run with no error event sends none."""
+    lines = (REAL / "cx-realcli-team-2h-new-york.txt").read_text(encoding="utf-8").splitlines()
+    events = [json.loads(line) for line in lines]
+    codex = provider_named("codex")
+    done = finished(events, 1, tail="Reading additional input from stdin...")
+    body = failure_body(done, classify(codex, done, None), attempt=1, provider="codex", zone=None)
+    assert body["message"] == "Reading additional input from stdin..."
+    assert body["cli_text"].startswith("You’ve hit your usage limit. To get more access now")
+    quiet = finished([INIT], 1)
+    body = failure_body(quiet, classify(claude, quiet, None), attempt=1, provider="claude",
+                        zone=None)  # fmt: skip
+    assert "cli_text" not in body

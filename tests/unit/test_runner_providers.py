@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 import pytest
 
 from rewake.runner.local.providers import (
@@ -223,3 +227,48 @@ def test_a_cli_that_refuses_to_start_is_explained(
     hint = provider.setup_hint(exit_code, text)
     assert hint is not None and says in hint
     assert provider.setup_hint(1, "Error: something else went wrong") is None
+
+
+REAL = Path(__file__).resolve().parents[1] / "corpus" / "real"
+
+
+def real_events(case: str) -> list[dict[str, Any]]:
+    """The events of a real capture in the parser corpus (its source is in the case's json)."""
+    lines = (REAL / f"{case}.txt").read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.startswith("{")]
+
+
+def test_claude_cli_text_is_the_error_result_once() -> None:
+    """Claude's error result text is the CLI text; the synthetic assistant row that repeats it
+    is assistant content and adds nothing."""
+    events = real_events("cc-rc-stream-5h-kathmandu")
+    assert any(event["type"] == "assistant" for event in events)
+    kathmandu = "You've hit your 5-hour limit · resets 4:17am (Asia/Kathmandu)"
+    assert claude.cli_text(events) == kathmandu
+    assert claude.cli_text(real_events("cc-rc-stream-past-2min-api-error-row")) == (
+        "You've hit your 5-hour limit · resets 8:33pm (UTC)"
+    )
+
+
+def test_codex_cli_text_is_its_error_events_without_the_repeat() -> None:
+    """Codex's `error` events in order, with turn.failed's repeat of the last left out; an
+    answer (agent_message) is never CLI text."""
+    assert codex.cli_text(real_events("cx-realcli-team-2h-new-york")) == (
+        "You’ve hit your usage limit. To get more access now, send a request to your admin or "
+        "try again at 5:46 PM."
+    )
+    lines = codex.cli_text(real_events("cx-realcli-throttle-reconnecting")).splitlines()
+    last = "exceeded retry limit, last status: 429 Too Many Requests"
+    assert lines[0] == f"Reconnecting... 1/5 ({last})" and lines[-1] == last
+    assert len(lines) == 6
+    assert codex.cli_text(real_events("cx-realcli-answer-with-window-at-100")) == ""
+
+
+def test_gemini_cli_text_is_the_error_results_message() -> None:
+    """Gemini's error result message, its lines kept; the user's prompt row is not CLI text."""
+    text = gemini.cli_text(real_events("gm-realcli-stream-json-retry-after-31447s"))
+    assert text.startswith("[API Error: Resource has been exhausted (e.g. check quota).\n")
+    assert "Suggested retry after 31447s." in text and "hi" not in text.splitlines()
+    assert gemini.cli_text(real_events("gm-realcli-api-key-not-valid")).startswith(
+        '[API Error: {"error":{"code":400,"message":"API key not valid.'
+    )

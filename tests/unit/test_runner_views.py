@@ -315,3 +315,26 @@ def test_a_local_store_answers_as_of_the_commands_clock_in_the_state_dir(
     finally:
         store.close()
     assert (tmp_path / "state" / "rewake.db").is_file() and not (tmp_path / "rewake.db").exists()
+
+
+def test_show_prints_what_the_cli_reported_when_its_text_says_nothing() -> None:
+    """A failure whose message is only Codex's stdin notice shows its cli_text, headed as
+    such and with control characters escaped; a message with words is shown instead."""
+    reported = "You’ve hit your usage limit.\n\x1b]0;owned\x07Try again at 5:46 PM."
+    failure = FAILURE | {
+        "message": "Reading additional input from stdin...\n",
+        "cli_text": reported,
+    }
+    text = render(views.show_view(SESSION | {"runs": [_one_run(failure)]}, NOW, BERLIN), 160)
+    assert "  what the CLI reported (from its error events):" in text
+    assert "  │ You’ve hit your usage limit." in text
+    assert "  │ \\x1b]0;owned\\x07Try again at 5:46 PM." in text
+    assert "\x1b]0;" not in text and "Reading additional input" not in text
+    printed = views.failure_lines(FAILURE | {"cli_text": reported}, NOW, BERLIN)
+    assert "  │ line 20" in printed and not any("reported" in line for line in printed)
+
+
+def _one_run(failure: dict[str, Any]) -> dict[str, Any]:
+    [run] = SESSION["runs"]
+    [attempt] = run["attempts"]
+    return run | {"attempts": [attempt | {"failure": failure}]}

@@ -1,6 +1,7 @@
 """What `rewake run` knows about each CLI's headless mode: the argv of a first run, of a resume
 and of a fresh start, and what its structured events say (the CLI's own session id, proof that
-a resumed conversation is under way, a missing conversation, an error ending).
+a resumed conversation is under way, a missing conversation, an error ending, and the words
+its error events showed the user).
 
     claude -p --output-format stream-json --verbose --session-id <uuid> [flags] -- <prompt>
     claude -p --resume <id> [flags] --output-format stream-json --verbose -- <prompt>
@@ -188,6 +189,21 @@ class Provider:
             return True
         return any(self.missing_pattern.search(_event_text(event)) for event in events)
 
+    def cli_text(self, events: Sequence[Event]) -> str:
+        """What the CLI showed the user about how the attempt ended: the texts of its error
+        events (and of a result that is an error), in order, each once, one per line.
+
+        Headless, a CLI writes these only into its events, so the report's text tail lacks
+        them. They are shown to people and never parsed (DESIGN.md rule 8: the parser reads
+        the events themselves, where it can tell the CLI's words from the model's)."""
+        texts = (text.strip() for event in events for text in self.error_texts(event))
+        return "\n".join(dict.fromkeys(text for text in texts if text))
+
+    def error_texts(self, event: Event) -> list[str]:
+        """The texts one event shows as the CLI's own error; none for any other event (the
+        model's answers and tool results are not the CLI's words)."""
+        raise NotImplementedError
+
 
 def _event_text(event: Event) -> str:
     """The error texts an event carries (not assistant content, which may quote anything)."""
@@ -201,6 +217,18 @@ def _event_text(event: Event) -> str:
     if event.get("type") in ("assistant", "user", "item.completed", "item.started"):
         return ""
     return "\n".join(parts)
+
+
+def _message_of(error: Any) -> Any:
+    """An error given as `{"message": ...}` or as the text itself."""
+    return error.get("message") if isinstance(error, dict) else error
+
+
+def _strings(values: Any) -> list[str]:
+    """The non-blank strings of a list (an event's field may be anything)."""
+    if not isinstance(values, list):
+        return []
+    return [value for value in values if isinstance(value, str) and value.strip()]
 
 
 class Claude(Provider):
@@ -249,6 +277,15 @@ class Claude(Provider):
     def ended_in_error(self, events: Sequence[Event]) -> bool:
         results = [e for e in events if e.get("type") == "result"]
         return bool(results) and results[-1].get("is_error") is True
+
+    def error_texts(self, event: Event) -> list[str]:
+        # `claude -p` prints an error result's `result` as its only output; the synthetic
+        # assistant row before it repeats the same words and is left out as assistant content.
+        if event.get("type") != "result" or event.get("is_error") is not True:
+            return []
+        if isinstance(event.get("result"), str) and event["result"].strip():
+            return [event["result"]]
+        return _strings(event.get("errors"))
 
 
 class Codex(Provider):
@@ -302,6 +339,16 @@ class Codex(Provider):
 
     def ended_in_error(self, events: Sequence[Event]) -> bool:
         return any(e.get("type") == "turn.failed" for e in events)
+
+    def error_texts(self, event: Event) -> list[str]:
+        # `error` (retries included, "Reconnecting... 1/5 (...)") and `turn.failed`, which
+        # repeats the last error's words.
+        kind = event.get("type")
+        if kind == "error":
+            return _strings([event.get("message")])
+        if kind == "turn.failed":
+            return _strings([_message_of(event.get("error"))])
+        return []
 
     def setup_hint(self, exit_code: int, text: str) -> str | None:
         if "--skip-git-repo-check" in text:
@@ -369,6 +416,16 @@ class Gemini(Provider):
     def ended_in_error(self, events: Sequence[Event]) -> bool:
         results = [e for e in events if e.get("type") == "result"]
         return bool(results) and results[-1].get("status") == "error"
+
+    def error_texts(self, event: Event) -> list[str]:
+        # An error `result` carries the "[API Error: ...]" text Gemini prints; an `error` event
+        # a warning the run went on after is not how it ended.
+        kind = event.get("type")
+        if kind == "result" and event.get("status") == "error":
+            return _strings([_message_of(event.get("error"))])
+        if kind == "error" and event.get("severity") != "warning":
+            return _strings([event.get("message")])
+        return []
 
     def setup_hint(self, exit_code: int, text: str) -> str | None:
         if exit_code == 55 or "not running in a trusted directory" in text:

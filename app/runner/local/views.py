@@ -25,7 +25,7 @@ from rewake.instants import instant
 from rewake.printable import printable
 from rewake.reports.banners import banner_for, describe_wait, format_local
 from rewake.reports.refusal_words import REFUSAL_REASONS
-from rewake.reports.session_json import current_failure
+from rewake.reports.session_json import current_failure, shown_text
 
 JSON = dict[str, Any]
 DASH = "—"
@@ -248,7 +248,8 @@ def attempts_table(session: JSON, now: datetime, zone: tzinfo | None) -> Table:
 
 
 def failure_lines(failure: JSON, now: datetime, zone: tzinfo | None) -> list[str]:
-    """A failure's heading, banner, technical label and the tail of the CLI's text."""
+    """A failure's heading, banner, technical label and the tail of the CLI's text (or of
+    what it reported through its events, when its text says nothing)."""
     observed = at(failure.get("observed_at"), now, zone)
     lines = [
         f"run {failure.get('run_id')} attempt {failure.get('attempt')} · observed {observed}"
@@ -256,9 +257,11 @@ def failure_lines(failure: JSON, now: datetime, zone: tzinfo | None) -> list[str
         f"  {banner_line(failure, now, zone)}",
         f"  {(failure.get('banner') or {}).get('technical', '')}",
     ]
-    message = str(failure.get("message") or "")
-    tail = [line for line in message.splitlines() if line.strip()][-TAIL_LINES:]
-    if failure.get("truncated"):
+    shown = shown_text(failure)
+    tail = [line for line in shown.text.splitlines() if line.strip()][-TAIL_LINES:]
+    if shown.from_events:
+        lines.append("  what the CLI reported (from its error events):")
+    elif failure.get("truncated"):
         lines.append("  (the CLI text was cut to its last part when reported)")
     lines += [f"  │ {_cut(line)}" for line in tail]
     return lines

@@ -17,7 +17,8 @@ from typing import Any
 
 from rewake.parsers import parse
 from rewake.parsers.verdict import Verdict, format_instant
-from rewake.runner.local.providers import Event, Provider
+from rewake.reports.rules import CLI_TEXT_LIMIT_CHARS, keep_last_part
+from rewake.runner.local.providers import Event, Provider, provider_named
 from rewake.runner.process.supervise import Finished
 
 #: Verdict kinds that stop a run whatever the exit status.
@@ -87,7 +88,11 @@ def classify(provider: Provider, finished: Finished, zone: str | None) -> Classi
 def failure_body(
     finished: Finished, classified: Classified, *, attempt: int, provider: str, zone: str | None
 ) -> dict[str, Any]:
-    """The failure report (DESIGN.md section 2's body) for an attempt that failed."""
+    """The failure report (DESIGN.md section 2's body) for an attempt that failed.
+
+    `message` is the text the CLI printed outside its events; `cli_text` is what its error
+    events showed the user, which a headless run never prints as text. The service parses the
+    message and the events, never `cli_text`: it is for people to read."""
     body: dict[str, Any] = {
         "attempt": attempt,
         "message": finished.tail,
@@ -101,4 +106,7 @@ def failure_body(
     }
     if classified.failure_kind is not None:
         body["failure_kind"] = classified.failure_kind
+    cli_text = provider_named(provider).cli_text(finished.events)
+    if cli_text:
+        body["cli_text"] = keep_last_part(cli_text, CLI_TEXT_LIMIT_CHARS)[0]
     return body
