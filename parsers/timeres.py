@@ -219,8 +219,18 @@ def _next_occurrence(
             continue
         if _earliest(reading) <= observed_at + limit:
             following = readings[index + 1][1] if index + 1 < len(readings) else None
-            later = _printed_alike(at, following, observed_at, limit) if dateless_tomorrow else None
-            return Reset(later or at, 60, form)
+            if not dateless_tomorrow:
+                return Reset(at, 60, form)
+            if (later := _printed_alike(at, following, observed_at, limit)) is not None:
+                return Reset(later, 60, form)
+            if _also_dateless(following, observed_at, limit):
+                return Refusal(
+                    "day_ambiguous",
+                    f"{what} in {zone} is {at.isoformat()}, and the next {what} is under 24 h "
+                    "ahead too (the day is shortened by DST): the CLI prints both without a "
+                    "date, so the text cannot say which one it means",
+                )
+            return Reset(at, 60, form)
         if passed is not None and passed >= observed_at - GRACE:
             return Reset(passed, 60, form)
         return Refusal(
@@ -229,6 +239,20 @@ def _next_occurrence(
             "the message was printed for an earlier reset",
         )
     return Refusal("unparseable", f"no {what} found in {zone}")
+
+
+def _also_dateless(following: WallReading | None, observed_at: datetime, limit: timedelta) -> bool:
+    """Whether the next day's occurrence is under 24 h ahead as well, and in the window.
+
+    Claude prints no date for a reset under 24 h ahead. On a normal day the occurrence after
+    one still ahead is more than 24 h ahead, so a dateless time names one instant; on a day
+    that DST shortens (23 or 23.5 hours) a time under an hour ahead recurs under 24 h ahead,
+    and both are printed alike. Neither reading may be taken then: the first would resume a
+    day early if the CLI meant the other, the second a day late if it did not."""
+    if following is None or isinstance(following, Gap):
+        return False  # a time the zone skips that day cannot be the one printed
+    earliest, observed = _earliest(following), observed_at.astimezone(UTC)  # elapsed, not wall
+    return earliest < observed + _DAY and earliest <= observed + limit
 
 
 def _printed_alike(

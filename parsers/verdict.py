@@ -24,6 +24,8 @@ REFUSAL_CODES: dict[str, str] = {
     "zone_unknown": "the time needs the host's zone, which is missing, invalid or Etc/Unknown",
     "zone_ambiguous": "the zone abbreviation names more than one offset",
     "nonexistent_local_time": "the local time falls in a DST gap: the zone is not the CLI's",
+    "day_ambiguous": "a time printed without a date names one instant today and one tomorrow "
+    "that the CLI prints alike (a day shortened by DST)",
     "stale": "the stated reset has already passed",
     "out_of_window": "the reset lies further ahead than the limit's window allows",
     "conflicting": "two live banners of one scope disagree beyond their resolution",

@@ -79,12 +79,34 @@ class Scenario:
 
     @property
     def ambiguous_by_rule(self) -> bool:
-        """A dateless time so far ahead that rule 3's look-back reads it as yesterday's."""
-        return (
+        """A dateless time so far ahead that rule 3's look-back reads it as yesterday's, or one
+        that names a second instant the CLI prints alike (`short_day_twin`)."""
+        return self.short_day_twin or (
             self.rendered.shape == "time_of_day"
             and self.rendered.provider != "codex"
             and self.lead > timedelta(seconds=TIME_OF_DAY_MAX_LEAD_S)
         )
+
+    @property
+    def short_day_twin(self) -> bool:
+        """Claude's dateless wall time recurs, the day before (a minute not yet begun) or after
+        (one beginning under 24 h after printing), which only a day that DST shortens allows:
+        Claude prints both without a date, and outside a five-hour window the parser refuses
+        (day_ambiguous; tests/unit/test_parser_pieces.py)."""
+        rendered = self.rendered
+        if rendered.shape != "time_of_day" or rendered.provider != "claude":
+            return False
+        if self.family.name in SHORT_SCOPE_TIMES or rendered.wall_time is None:
+            return False
+        tz = ZoneInfo(rendered.wall_zone or self.zone)
+        for days in (-1, 1):
+            other = rendered.wall_time + timedelta(days=days)
+            start = other.replace(tzinfo=tz).astimezone(UTC)
+            if start.astimezone(tz).replace(tzinfo=None) != other:
+                continue  # the zone skips that wall time that day
+            if self.printed_at < start < self.printed_at + timedelta(days=1):
+                return True
+        return False
 
 
 @st.composite

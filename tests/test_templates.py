@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import pytest
 from render import (
@@ -130,6 +131,9 @@ class Drawn:
     zone: str
     #: the instant the limit really resets, when the text states one
     truth: datetime | None
+    #: the same text also names another instant in the window, printed alike (a day that DST
+    #: shortens), so no reading can be trusted: the parser must refuse (day_ambiguous)
+    twin: datetime | None = None
 
 
 def leads(rng: random.Random, window_s: int) -> float:
@@ -161,13 +165,15 @@ def draw(case: Case, rng: random.Random) -> Drawn:
     now = start + timedelta(seconds=rng.uniform(0, 7 * 86400 if start.month == 12 else 360 * 86400))
     now = now.replace(microsecond=0)
     text: str = template["template"]
-    truth = None
+    truth = twin = None
     formatter = template["formatter"]
     if formatter in TIME_FORMATTERS:
         assert case.formatter is not None, "no formatter fields for this version"
         truth = now + timedelta(seconds=leads(rng, template["window_s"]))
         printed = TIME_FORMATTERS[formatter](case.formatter, truth, zone, now)
         text = text.replace("{reset}", printed).replace("{time}", printed)
+        if case.cli == "claude":
+            twin = twin_printed_alike(case, truth, zone, now, printed)
     elif formatter == "gemini_delay":
         delay = rng.uniform(301, template["window_s"])
         decimals = rng.choice((0, 1, 6, 9))
@@ -179,7 +185,30 @@ def draw(case: Case, rng: random.Random) -> Drawn:
         "{model}", rng.choice(GEMINI_MODELS)
     )
     assert "{" not in text, f"unrendered placeholder in {text!r}"
-    return Drawn(text=text, observed_at=now, zone=zone, truth=truth)
+    return Drawn(text=text, observed_at=now, zone=zone, truth=truth, twin=twin)
+
+
+def twin_printed_alike(case: Case, truth: datetime, zone: str, now: datetime,
+                       printed: str) -> datetime | None:  # fmt: skip
+    """An instant in the printed minute a day before or after `truth`'s that is still ahead of
+    `now`, in the template's window, and that the CLI would print exactly as `printed` (Claude
+    drops the date under 24 h ahead: on a day that DST shortens, both days' are; and a reset
+    printed at 24 h ahead to the second has a twin seconds earlier in its minute). A minute
+    already under way the day before is no twin: rule 3a reads the later day then."""
+    fields, format_time = case.formatter, TIME_FORMATTERS[case.template["formatter"]]
+    assert fields is not None
+    minute = local(truth, zone).replace(tzinfo=None, second=0, microsecond=0)
+    for days, seconds in ((-1, (0,)), (1, (0, 59))):
+        for second in seconds:
+            other = minute + timedelta(days=days, seconds=second)
+            instant = other.replace(tzinfo=ZoneInfo(zone)).astimezone(UTC)
+            if local(instant, zone).replace(tzinfo=None) != other:
+                continue  # the zone skips that wall time that day: it cannot be printed
+            ahead = (instant - now).total_seconds()
+            in_window = 0 < ahead <= case.template["window_s"]
+            if in_window and format_time(fields, instant, zone, now) == printed:
+                return instant
+    return None
 
 
 def draws(case: Case) -> Iterator[Drawn]:
@@ -197,7 +226,14 @@ def misreading(case: Case, drawn: Drawn) -> str | None:
     verdict = parse(drawn.text, observed_at=drawn.observed_at, zone=drawn.zone, provider=case.cli)
     if verdict.kind != template["kind"]:
         return f"kind {verdict.kind}, expected {template['kind']}"
-    if drawn.truth is not None:
+    if drawn.twin is not None:
+        refusal = verdict.refusal.code if verdict.refusal else None
+        if verdict.reset_at is not None or refusal != "day_ambiguous":
+            return (
+                f"read {verdict.reset_at} (refusal {refusal}) where {drawn.truth} and "
+                f"{drawn.twin} are printed alike: expected day_ambiguous"
+            )
+    elif drawn.truth is not None:
         if verdict.reset_at is None:
             refusal = verdict.refusal.code if verdict.refusal else None
             return f"no reset (refusal {refusal}), truth {drawn.truth.isoformat()}"

@@ -17,6 +17,7 @@ REFUSAL_DETAILS: dict[str, str] = {
     "zone_unknown": "the reset time needs the host's time zone, which is unknown",
     "zone_ambiguous": "the reset time's zone is ambiguous",
     "nonexistent_local_time": "the reset time does not exist in the host's time zone",
+    "day_ambiguous": "the reset time could be today's or tomorrow's (a day shortened by DST)",
     "stale": "the stated reset has already passed",
     "out_of_window": "the stated reset is further ahead than the limit allows",
     "conflicting": "the limit messages disagree about the reset",

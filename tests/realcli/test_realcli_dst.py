@@ -11,7 +11,8 @@ to land:
 - `gap`: just after the skipped wall time; `gap_dated` the same a day or more ahead (Claude
   prints a date then);
 - `short_day`: 23-24 h ahead across the gap (a day with 23 or 23.5 hours), where Claude prints
-  no date and the printed wall time also names an instant under an hour ahead;
+  no date and the printed wall time also names an instant under an hour ahead: its text is
+  refused (day_ambiguous), its rate_limit_event gives the reset;
 - `fold_first` / `fold_second`: in the first or the second pass of the repeated wall time;
   `fold_dated` the first pass a day or more ahead;
 - `fold_now`: the run in the first pass, the reset in the second at a wall time a few minutes
@@ -160,25 +161,18 @@ class ReadEarly(AssertionError):
     """A text source read a reset earlier than the true one: what the marked cases pin."""
 
 
-#: Claude prints no date for a reset under 24 h ahead. On a day shortened by DST the printed
-#: wall time then names two instants under 24 h ahead, and DESIGN.md rule 3a reads the first.
-SHORT_DAY_EARLY = pytest.mark.xfail(
-    raises=ReadEarly, strict=True,
-    reason="Known: Claude's dateless time 23-24 h ahead across a spring-forward also names an "
-    "instant under an hour ahead, and rule 3a reads that first occurrence (24 h - L early); "
-    "DESIGN.md decides no tie-break for a short day (the fold's 'later instant' is for folds)",
-)  # fmt: skip
-
-
 def params(cli: str) -> list[Any]:
-    """The CLI's cases as test parameters, the known defect marked."""
-    chosen = []
-    for case in CASES:
-        if case.cli != cli:
-            continue
-        known = case.cli == "claude" and case.kind == "short_day"
-        chosen.append(pytest.param(case, id=case.id, marks=[SHORT_DAY_EARLY] if known else []))
-    return chosen
+    """The CLI's cases as test parameters."""
+    return [pytest.param(case, id=case.id) for case in CASES if case.cli == cli]
+
+
+def claude_text_expect(case: Case) -> Expect:
+    """What Claude's text calls for: the reset's wall time (a fold's later instant); on a day
+    shortened by DST, where its dateless time also names an instant under an hour ahead and
+    both are printed alike, the refusal (day_ambiguous): either reading could be a day off."""
+    if case.kind == "short_day":
+        return Expect("provider_quota", "claude", refusals=frozenset({"day_ambiguous"}))
+    return Expect("provider_quota", "claude", named_reading(case.truth, case.zone))
 
 
 @dataclass
@@ -260,8 +254,7 @@ def run_claude_stream(case: Case, root: Path) -> Run:
     zone = case.zone
     text = result_text(ran.stdout)
     return Run(case, case.truth, observed_at, {
-        "text": Source(parse(text, observed_at=observed_at, zone=zone),
-                       Expect("provider_quota", "claude", named_reading(case.truth, case.zone)),
+        "text": Source(parse(text, observed_at=observed_at, zone=zone), claude_text_expect(case),
                        text),
         "structured": Source(parse(ran.stdout, observed_at=observed_at, zone=zone),
                              Expect("provider_quota", "claude", case.truth), ran.stdout),
@@ -292,7 +285,7 @@ def run_claude_tty(case: Case, root: Path) -> Run:
         finally:
             tmux.close()
     assert_clock_faked(box.home, started, observed_at)
-    expect = Expect("provider_quota", "claude", named_reading(case.truth, case.zone))
+    expect = claude_text_expect(case)
     verdict = parse(screen, observed_at=observed_at, zone=case.zone)
     return Run(case, case.truth, observed_at, {"text": Source(verdict, expect, screen)})
 

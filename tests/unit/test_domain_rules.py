@@ -216,3 +216,12 @@ def test_what_the_sweepers_seen_will_do_with_a_due_mark(
     does not name its executor (an older rewake) is taken to resume."""
     assert sweepers_will(executors) == will
     assert sweeper_warnings(sweepers_will(executors), 90) == warnings
+
+
+def test_every_refusal_code_of_the_parser_has_its_own_words() -> None:
+    """A banner never says "the reset time was not stated" for another refusal: each code the
+    parser can give has its own words."""
+    from rewake.marks.rules import REFUSAL_DETAILS
+    from rewake.parsers import REFUSAL_CODES
+
+    assert set(REFUSAL_DETAILS) == set(REFUSAL_CODES)

@@ -150,6 +150,37 @@ def test_next_time_of_day_keeps_the_current_minute_in_a_five_hour_window() -> No
     assert result.at == datetime(2026, 12, 1, 20, 42, tzinfo=UTC)
 
 
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+def test_a_dateless_time_that_recurs_under_24_h_on_a_short_day_is_refused() -> None:
+    """Seen at 10:00 on the Saturday before Berlin springs forward (a 23-hour Sunday), Claude's
+    dateless 10:30am names today's, 30 min ahead, and Sunday's, 23.5 h ahead, both printed
+    without a date: in a weekly window neither is taken (day_ambiguous)."""
+    observed = datetime(2027, 3, 27, 9, 0, tzinfo=UTC)  # 10:00 in Berlin
+    result = next_time_of_day(
+        10, 30, BERLIN, observed, limit=DAY_WINDOW, form="named_zone", dateless_tomorrow=True
+    )
+    assert isinstance(result, Refusal) and result.code == "day_ambiguous", result
+
+
+def test_a_short_day_is_no_ambiguity_where_the_window_or_the_date_settles_it() -> None:
+    """The same 10:30am in a five-hour window is today's (Sunday's lies beyond it); 11:30am
+    recurs 24.5 h ahead, where Claude would print a date, so it is today's; and a CLI that
+    dates another day's reset (Gemini) means today's."""
+    observed = datetime(2027, 3, 27, 9, 0, tzinfo=UTC)  # 10:00 in Berlin
+    five_hour = next_time_of_day(
+        10, 30, BERLIN, observed, limit=FIVE_HOURS, form="named_zone", dateless_tomorrow=True
+    )
+    later = next_time_of_day(
+        11, 30, BERLIN, observed, limit=DAY_WINDOW, form="named_zone", dateless_tomorrow=True
+    )
+    gemini = next_time_of_day(10, 30, BERLIN, observed, limit=DAY_WINDOW, form="named_zone")
+    for result, wall in ((five_hour, (10, 30)), (later, (11, 30)), (gemini, (10, 30))):
+        assert isinstance(result, Reset), result
+        assert result.at == datetime(2027, 3, 27, *wall, tzinfo=BERLIN)
+
+
 def test_next_time_of_day_beyond_the_window_is_stale() -> None:
     """A session reset printed for 17:00 and read at 17:11 would be tomorrow: beyond 5 h."""
     observed = datetime(2026, 7, 1, 21, 11, tzinfo=UTC)

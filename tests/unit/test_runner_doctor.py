@@ -173,7 +173,9 @@ def test_doctor_points_at_rewake_setup_until_a_sweeper_is_seen(
     database = Database(env["REWAKE_DATABASE_URL"])
     try:
         with database.writer() as db, database.transaction(db):
-            record_heartbeat(db, "s1", NOW - timedelta(seconds=5), host=None, pid=None)
+            record_heartbeat(
+                db, "s1", NOW - timedelta(seconds=5), host=None, pid=None, executor="command"
+            )
     finally:
         database.dispose()
     lines = doctor.check_store(env, NOW).lines
