@@ -249,7 +249,7 @@ class Runner:
                                  clock=self.options.clock, lock=lock,
                                  attempt=self.record.attempt)  # fmt: skip
         except KeyboardInterrupt:
-            self._say(f"\n■ stopped waiting; the auto-resume mark stays armed (rewake "
+            self._say(f"■ stopped waiting; the auto-resume mark stays armed (rewake "
                       f"auto-resume {self.record.root_id} off turns it off)")  # fmt: skip
             return None
 
