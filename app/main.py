@@ -25,6 +25,7 @@ from rewake.parsers import parse as parse_text
 from rewake.security import browser
 from rewake.security.auth import Auth
 from rewake.settings import Settings
+from rewake.sweeper.announce import Announcer
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics, register_process_metrics
 from rewake.sweeper.notify import Notifier
@@ -105,6 +106,7 @@ def build_sweeper(
         notifier = (
             Notifier(settings.notify_url, settings.webhook_secret) if settings.notify_url else None
         )
+        announcer = Announcer(settings.notify) if settings.notify else None
     except ValueError as error:
         raise ExecutorConfigError(str(error)) from error
     executor = build_executor(settings)
@@ -119,4 +121,5 @@ def build_sweeper(
         metrics,
         watcher=watcher_for(settings.sqlalchemy_url),
         notifier=notifier,
+        announcer=announcer,
     )

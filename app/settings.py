@@ -36,6 +36,9 @@ class Settings(BaseSettings):
     webhook_url: str | None = None
     webhook_secret: str | None = None
     notify_url: str | None = None
+    #: apprise URLs (comma- or space-separated) told when a limit pauses a session, a resume is
+    #: sent, fails or turns uncertain (rewake.sweeper.announce); they carry credentials.
+    notify: str | None = None
     display_zone: str | None = None
     tombstone_retention_days: int = Field(default=365, ge=1)
     log_json: bool = False
@@ -120,7 +123,7 @@ class Settings(BaseSettings):
 #: Settings whose values may hold a secret (a token, a password in a URL): never echoed.
 SECRET_SETTINGS = frozenset(
     {"api_tokens", "webhook_secret", "database_url", "webhook_url", "webhook_lookup_url",
-     "notify_url", "command"}
+     "notify_url", "notify", "command"}
 )  # fmt: skip
 
 

@@ -56,12 +56,13 @@ SUPERVISED = "REWAKE_SUPERVISED"
 #: (Bedrock's `AWS_*`, a test suite's variables). A `REWAKE_` name is never passed this way.
 ADDED_NAMES_VAR = "REWAKE_PASS_ENV"
 #: What `rewake run --resume-of` needs to record the resume where the sweeper keeps the mark,
-#: and the settings its store reads (the delay of a mark it arms again, the zone it shows).
+#: and the settings its store reads (the delay of a mark it arms again, the zone it shows), and
+#: REWAKE_NOTIFY (a resume that stops on a new limit tells of the pause: only it knows).
 #: Given to the command executor's program only; never to the agent's CLI.
 STORE_NAMES = (
     "REWAKE_STATE_DIR", "REWAKE_DATABASE_URL", "REWAKE_URL", "REWAKE_TOKEN",
     "REWAKE_RESUME_DELAY_S", "REWAKE_DISPLAY_ZONE", "REWAKE_EXECUTOR", "REWAKE_RESUME_PROMPT",
-    "REWAKE_HOLD_WINDOW_S", "REWAKE_TOMBSTONE_RETENTION_DAYS", ADDED_NAMES_VAR,
+    "REWAKE_HOLD_WINDOW_S", "REWAKE_TOMBSTONE_RETENTION_DAYS", ADDED_NAMES_VAR, "REWAKE_NOTIFY",
 )  # fmt: skip
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\*?")

@@ -25,6 +25,7 @@ from rewake.db.models import MarkRow
 from rewake.executors.base import Delivery, Executor, Outcome
 from rewake.logs import log_event
 from rewake.sweeper import step
+from rewake.sweeper.announce import Announcer
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics
 from rewake.sweeper.notify import Notifier
@@ -50,6 +51,7 @@ class Dispatcher:
         clock: Callable[[], datetime],
         on_change: Callable[[], None] = lambda: None,
         notifier: Notifier | None = None,
+        announcer: Announcer | None = None,
     ) -> None:
         self.database = database
         self.executor = executor
@@ -59,6 +61,7 @@ class Dispatcher:
         self.clock = clock
         self.on_change = on_change
         self.notifier = notifier
+        self.announcer = announcer
         self._pool = ThreadPoolExecutor(config.workers, thread_name_prefix="rewake-send")
         self._lock = threading.RLock()
         self._backlog: dict[int, step.Claim] = {}
@@ -174,9 +177,16 @@ class Dispatcher:
     def _expired(self, rows: list[MarkRow], now: datetime) -> None:
         """Count and notify marks expired at the claim (their host went unseen)."""
         self.metrics.expired.inc(len(rows))
+        for row in rows:
+            self.tell(row, now)
+
+    def tell(self, row: MarkRow, now: datetime) -> None:
+        """A mark's state changed: the notify webhook and REWAKE_NOTIFY's URLs are told (each
+        picks the states it sends)."""
         if self.notifier is not None:
-            for row in rows:
-                self.notifier.mark_changed(row, now)
+            self.notifier.mark_changed(row, now)
+        if self.announcer is not None:
+            self.announcer.mark_changed(row, now)
 
     def _forget(self, mark_id: int) -> None:
         self._backlog.pop(mark_id, None)
@@ -239,8 +249,8 @@ class Dispatcher:
                 attempt=delivery.attempt, attempt_key=delivery.attempt_key, state=outcome.state,
                 code=outcome.code, recorded=row is not None,
             )  # fmt: skip
-            if row is not None and self.notifier is not None:
-                self.notifier.mark_changed(row, now)
+            if row is not None:
+                self.tell(row, now)
         accounts = {delivery.account_key for delivery, _ in batch}
         with self._lock:
             self._busy -= len(batch)

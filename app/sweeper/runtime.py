@@ -29,6 +29,7 @@ from rewake.db.engine import Database
 from rewake.executors.base import Executor
 from rewake.logs import log_event
 from rewake.sweeper import step
+from rewake.sweeper.announce import Announcer
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.dispatcher import Dispatcher
 from rewake.sweeper.metrics import SweeperMetrics
@@ -67,6 +68,7 @@ class Sweeper:
         clock: Callable[[], datetime] = utc_now,
         watcher: ChangeWatcher | None = None,
         notifier: Notifier | None = None,
+        announcer: Announcer | None = None,
         sweeper_id: str | None = None,
     ) -> None:
         self.database = database
@@ -76,10 +78,11 @@ class Sweeper:
         self.clock = clock
         self.watcher = watcher or PollingWatcher()
         self.notifier = notifier
+        self.announcer = announcer
         self.sweeper_id = sweeper_id or new_sweeper_id()
         self.dispatcher = Dispatcher(
             database, executor, config, metrics, sweeper_id=self.sweeper_id, clock=clock,
-            on_change=self._wake, notifier=notifier,
+            on_change=self._wake, notifier=notifier, announcer=announcer,
         )  # fmt: skip
         self.reconciler = Reconciler(
             database, executor, batch=config.reconcile_batch, budget_s=config.interval_s,
@@ -123,9 +126,8 @@ class Sweeper:
             self.metrics.reaped.labels("armed").inc(len(done.rearmed))
             self.metrics.reaped.labels("uncertain").inc(len(done.uncertain))
             self.metrics.expired.inc(len(done.expired))
-            if self.notifier is not None:
-                for row in done.uncertain + done.expired:
-                    self.notifier.mark_changed(row, now)
+            for row in done.uncertain + done.expired:
+                self.dispatcher.tell(row, now)
             self.dispatcher.fire(now)
         self.reconciler.kick()
 
@@ -194,4 +196,6 @@ class Sweeper:
         self.executor.close()
         if self.notifier is not None:
             self.notifier.close()
+        if self.announcer is not None:
+            self.announcer.close()
         log_event(logger, "sweeper_stopped", sweeper_id=self.sweeper_id)

@@ -47,6 +47,7 @@ from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_
 from rewake.runner.process.supervise import ProgramNotFound
 from rewake.runner.process.waiting import local_clock
 from rewake.spawn_env import agent_environment, without_rewake_settings
+from rewake.sweeper.announce import Announcer
 
 
 def register(subparsers: Any) -> None:
@@ -151,9 +152,35 @@ def _runner(
     prompt = os.environ.get("REWAKE_RESUME_PROMPT") or DEFAULT_PROMPT
     options = Options(
         auto_resume=auto_resume, wait=wait, zone=host_zone(), resume_prompt=prompt, lock=lock,
-        env=env,
+        env=env, announcer=_announcer(),
     )  # fmt: skip
     return Runner(store, record, provider, options, out=sys.stdout, err=sys.stderr)
+
+
+def _announcer() -> Announcer | None:
+    """REWAKE_NOTIFY's notifications, or None; a URL apprise cannot read is a warning, not a
+    reason to leave the CLI unsupervised."""
+    urls = os.environ.get("REWAKE_NOTIFY")
+    if not urls:
+        return None
+
+    def warn(text: str) -> None:
+        print(printable(f"rewake: {text}"), file=sys.stderr, flush=True)
+
+    try:
+        return Announcer(urls, warn=warn)
+    except ValueError as error:
+        warn(f"{error}; no notifications are sent")
+        return None
+
+
+def _run_steps(runner: Runner, step: Step) -> int:
+    """`runner.run(step)`, then a bounded wait for notifications still going out."""
+    try:
+        return int(runner.run(step))
+    finally:
+        if runner.options.announcer is not None:
+            runner.options.announcer.close()
 
 
 def _session_name(value: str, what: str) -> str:
@@ -232,7 +259,7 @@ def _first_run(args: argparse.Namespace, rest: list[str]) -> int:
             return Exit.PROGRAM_NOT_FOUND
         records.save(record)
         runner = _runner(store, record, provider, lock, auto_resume=args.auto_resume, wait=True)
-        return int(runner.run(Step(argv, 1, started_when_proven=False, fresh_allowed=False)))
+        return _run_steps(runner, Step(argv, 1, started_when_proven=False, fresh_allowed=False))
 
     return _with_store(work)
 
@@ -344,4 +371,4 @@ def _run_resume(
     runner = _runner(store, record, provider_named(record.provider), lock, auto_resume=auto,
                      wait=wait, env=env)  # fmt: skip
     prompt = " ".join(rest) or _manual_prompt()
-    return int(runner.run(runner.resume_step(prompt, fresh_allowed=fresh_allowed)))
+    return _run_steps(runner, runner.resume_step(prompt, fresh_allowed=fresh_allowed))

@@ -41,6 +41,7 @@ from rewake.runner.process.waiting import (
     resume_path,
     wait_for_mark,
 )
+from rewake.sweeper.announce import Announcer, Notice
 
 #: What a resume started by hand tells the agent unless the user gives a prompt.
 MANUAL_PROMPT = "Continue the task from where it stopped."
@@ -62,6 +63,9 @@ class Options:
     clock: Callable[[], datetime] = utc_now
     #: This session's lock, held while an attempt runs; let go while only watching a mark.
     lock: SessionLock | None = None
+    #: REWAKE_NOTIFY's URLs: told when a limit pauses the session, and about a resume this
+    #: process fires itself (a sweeper's resumes are told by the sweeper).
+    announcer: Announcer | None = None
 
 
 @dataclass
@@ -203,6 +207,7 @@ class Runner:
             if answer is None:
                 return code
             mark = self._offer(answer)
+            self._announce_pause(answer, mark)
             if mark is None or not self.options.wait:
                 return code
             waited = self._wait(mark)
@@ -211,6 +216,12 @@ class Runner:
             if isinstance(waited, Settled):
                 return self._settled(waited, code)
             self._say(f"▶ firing auto-resume (mark {waited.delivery.mark_id}) in the foreground")
+            self._announce(Notice(
+                f"Resumed · {self.record.root_id}",
+                f"{self.record.root_id}: rewake run sent the resume of attempt "
+                f"{self.record.attempt} (mark {waited.delivery.mark_id}) in the foreground",
+                "success",
+            ))  # fmt: skip
             step = self.resume_step(
                 self.options.resume_prompt, fresh_allowed=self.record.fresh_if_missing,
                 fire=waited,
@@ -249,7 +260,7 @@ class Runner:
                                  clock=self.options.clock, lock=lock,
                                  attempt=self.record.attempt)  # fmt: skip
         except KeyboardInterrupt:
-            self._say(f"\n■ stopped waiting; the auto-resume mark stays armed (rewake "
+            self._say(f"■ stopped waiting; the auto-resume mark stays armed (rewake "
                       f"auto-resume {self.record.root_id} off turns it off)")  # fmt: skip
             return None
 
@@ -360,6 +371,40 @@ class Runner:
         else:
             state, code, detail = "failed", f"exit_{finished.exit_code}", None
         finish(fire, finished.ended_at, state, code, detail)
+        if state == "failed":
+            self._announce_failed_fire(code, detail)
+
+    def _announce_failed_fire(self, code: str, detail: str | None) -> None:
+        name = self.record.root_id
+        self._announce(Notice(
+            f"The resume failed · {name}",
+            f"{name}: the resume rewake run sent in the foreground failed ({code})"
+            + (f": {detail}" if detail else ""),
+            "failure",
+        ))  # fmt: skip
+
+    def _announce(self, notice: Notice) -> None:
+        if self.options.announcer is not None:
+            self.options.announcer.send(notice)
+
+    def _announce_pause(self, answer: JSON, mark: JSON | None) -> None:
+        """A limit paused the session: the banner's words, and when it resumes (if armed).
+        Only the store's answer is quoted (its banner), never the CLI's own text."""
+        if answer.get("failure_kind") != "provider_quota":
+            return
+        name = self.record.root_id
+        banner = answer.get("banner") or {}
+        lines = [f"{name}: {banner.get('detail') or 'the provider limit stopped the run'}"]
+        if mark is not None and mark.get("due_at"):
+            due = local_clock(parse_instant(str(mark["due_at"])))
+            lines.append(f"auto-resume is on: due at {due}")
+        elif (answer.get("auto_resume") or {}).get("available"):
+            lines.append(f"resume automatically after the reset: rewake auto-resume {name} on")
+        self._announce(Notice(
+            f"{banner.get('business') or 'Paused · provider limit'} · {name}",
+            "\n".join(lines),
+            "warning",
+        ))  # fmt: skip
 
     def _no_conversation(self, step: Step) -> int:
         """A resume with no conversation id on record: reported as conversation_missing."""
@@ -379,6 +424,7 @@ class Runner:
             self._banner(answer, Classified(True, _none_verdict(), True, "conversation_missing"))
         if step.fire is not None:
             finish(step.fire, now, "failed", "conversation_missing", "no conversation id")
+            self._announce_failed_fire("conversation_missing", "no conversation id")
         return Exit.NOT_FOUND
 
 

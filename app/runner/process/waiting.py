@@ -65,6 +65,75 @@ def local_clock(at: datetime) -> str:
     return at.astimezone().strftime("%H:%M:%S %Z")
 
 
+def is_terminal(out: IO[str]) -> bool:
+    """Whether `out` is a terminal (the countdown is then one line updated in place)."""
+    try:
+        return out.isatty()
+    except (AttributeError, ValueError, OSError):  # a closed or odd stream: plain lines
+        return False
+
+
+def time_left(due: datetime, now: datetime) -> str:
+    """`1:59:58` (hours, minutes, seconds left), `2 d 3:04:05` past a day, `0:00:00` once due."""
+    seconds = max(0, int((due - now).total_seconds() + 0.999))  # never says 0 before it is due
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    clock = f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+    return f"{days} d {clock}" if days else clock
+
+
+#: On a terminal: back to the line's start, and clear what the last refresh left after it.
+REWRITE, CLEAR_TO_END = "\r", "\x1b[K"
+
+
+class Countdown:
+    """The wait's countdown. On a terminal (`live`), one line rewritten in place about once a
+    second: the time left and the due time in local time. Elsewhere (a log, a pipe), one plain
+    line every `every_s` seconds and no escape sequence, so a log stays readable. Time is what
+    `show` is given (the caller reads the clock), so a test pins the cadence."""
+
+    def __init__(self, out: IO[str], *, live: bool, every_s: float = 60.0) -> None:
+        self.out = out
+        self.live = live
+        self.every_s = 1.0 if live else every_s
+        self._shown_at: datetime | None = None
+        self._open = False  # a live line is on the screen, not yet ended
+
+    def show(self, due: datetime, now: datetime) -> None:
+        """Print or refresh the line if it is time to (a clock set back counts as time)."""
+        if self._shown_at is not None:
+            elapsed = (now - self._shown_at).total_seconds()
+            if 0 <= elapsed < self.every_s:
+                return
+        self._shown_at = now
+        try:
+            if self.live:
+                self.out.write(
+                    f"{REWRITE}⏳ auto-resume in {time_left(due, now)}, due at {local_clock(due)}"
+                    f" · Ctrl-C stops waiting and leaves the mark armed{CLEAR_TO_END}"
+                )
+                self._open = True
+            else:
+                wait = describe_wait(due, now) if due > now else "now"
+                self.out.write(
+                    f"⏳ auto-resume due at {local_clock(due)} ({wait}); Ctrl-C stops waiting "
+                    "and leaves the mark armed\n"
+                )
+            self.out.flush()
+        except OSError:
+            pass  # the terminal hung up: waiting goes on
+
+    def end(self) -> None:
+        """End a live line, so that what is printed next starts on a line of its own."""
+        if self._open:
+            self._open = False
+            try:
+                self.out.write("\n")
+                self.out.flush()
+            except OSError:
+                pass
+
+
 def fires_itself(store: Store, now: datetime) -> bool:
     """Whether this process fires the mark (else a sweeper or the service does): on the local
     database, unless a sweeper seen there lately resumes marks (its heartbeat says which
@@ -160,20 +229,33 @@ def wait_for_mark(
     armed the next one between two polls. Another mark id therefore settles the wait, and
     `attempt` (the attempt whose failure armed `mark`, as the caller's record says) is checked
     against the mark and the record on disk before this process fires anything."""
+    countdown = Countdown(out, live=is_terminal(out), every_s=countdown_s)
+    try:
+        return _watch(store, root_id, mark, countdown, clock=clock, sleep=sleep, poll_s=poll_s,
+                      lock=lock, attempt=attempt)  # fmt: skip
+    finally:
+        countdown.end()
+
+
+def _watch(
+    store: Store,
+    root_id: str,
+    mark: JSON,
+    countdown: Countdown,
+    *,
+    clock: Callable[[], datetime],
+    sleep: Callable[[float], None],
+    poll_s: float,
+    lock: SessionLock | None,
+    attempt: int | None,
+) -> Fire | Settled:
+    """wait_for_mark's loop: the countdown on every turn, the store every `poll_s`."""
     armed_id = mark.get("id")
-    printed_at: float | None = None
     polled_at = float("-inf")
     while True:
         now = clock()
         due = parse_instant(str(mark["due_at"]))
-        if printed_at is None or time.monotonic() - printed_at >= countdown_s:
-            printed_at = time.monotonic()
-            wait = describe_wait(due, now) if due > now else "now"
-            out.write(
-                f"⏳ auto-resume due at {local_clock(due)} ({wait}); Ctrl-C stops waiting and "
-                "leaves the mark armed\n"
-            )
-            out.flush()
+        countdown.show(due, now)
         if now >= due or time.monotonic() - polled_at >= poll_s:
             polled_at = time.monotonic()
             mark = store.get_mark(root_id)
