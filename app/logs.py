@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+from rewake.printable import escaped
+
 _FIELDS = "rewake_fields"
 
 
@@ -97,17 +99,23 @@ class JsonFormatter(logging.Formatter):
 
 
 class TextFormatter(logging.Formatter):
-    """`time level event key=value ...`, readable in a terminal."""
+    """`time level event key=value ...`, readable in a terminal, one line a record: the event
+    and every field have their control characters (newlines, ESC, C1, the Unicode line
+    separators) shown as visible escapes, so text from outside (a request's path, a host's
+    answer) can neither forge a line nor drive the terminal that reads the log. Only a
+    traceback, rewake's own, follows on lines of its own."""
 
     def format(self, record: logging.LogRecord) -> str:
         fields = getattr(record, _FIELDS, {})
         parts = [f"{key}={value}" for key, value in fields.items()]
         stamp = datetime.fromtimestamp(record.created, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         line = " ".join([stamp, record.levelname.lower(), record.getMessage(), *parts])
+        # Whoever logged it, a URL never shows its password or query values; redacted before
+        # the escapes, so that a URL still ends where a line feed ended it.
+        line = escaped(redact_text(line))
         if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
-        # Whoever logged it, a URL never shows its password or query values.
-        return redact_text(line)
+            line += "\n" + redact_text(self.formatException(record.exc_info))
+        return line
 
 
 class ThrottleRepeats(logging.Filter):
@@ -146,7 +154,7 @@ class ThrottleRepeats(logging.Filter):
         self._seen[kind] = (now, 0)
         if last is not None and last[1]:
             left_out = f"({last[1]} more like this in the last {self.window_s:g} s were not logged)"
-            record.msg, record.args = f"{record.getMessage()}\n{left_out}", None
+            record.msg, record.args = f"{record.getMessage()} {left_out}", None
         return True
 
 

@@ -48,6 +48,15 @@ def printable(text: Any, *, newlines: bool = False) -> str:
     return pattern.sub(_visible, value)
 
 
+def escaped(text: Any) -> str:
+    """`text` (made a str) on one line with every control character, line feeds and colour
+    sequences included, shown as a visible escape and none dropped: for a log line, where a
+    request's path or a host's words must neither start a forged line nor lose a character
+    that someone may need to see."""
+    value = text if isinstance(text, str) else str(text)
+    return _CONTROL.sub(_visible, value)
+
+
 def json_printable(value: Any, **dumps: Any) -> str:
     """`json.dumps(value, ensure_ascii=False, **dumps)` with the characters JSON leaves raw but
     a terminal acts on (DEL, C1 such as U+009B CSI and U+009D OSC, the Unicode separators and

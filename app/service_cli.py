@@ -164,11 +164,25 @@ def _schema_ready(
     return None
 
 
+#: Libraries whose INFO lines drown a long-running service's own events: APScheduler's
+#: "Running job ..." for every sweep, Alembic's lines at every start. WARNING and up.
+CHATTY_LOGGERS = ("apscheduler", "alembic")
+
+
+def configure_service_logging(settings: Settings) -> None:
+    """The logs of `serve` and `sweep`, the two long-running commands: rewake's format and
+    level (REWAKE_LOG_JSON, REWAKE_LOG_LEVEL), and the chatty libraries only from WARNING up
+    (httpx's are quieted for every command by configure_logging: they name each URL)."""
+    configure_logging(json_lines=settings.log_json, level=settings.log_level)
+    for chatty in CHATTY_LOGGERS:
+        logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
+
+
 def run_serve(args: argparse.Namespace) -> int:
     settings = _settings()
     if settings is None:
         return Exit.USAGE
-    configure_logging(json_lines=settings.log_json, level=settings.log_level)
+    configure_service_logging(settings)
     host = args.host or settings.host
     port = settings.port if args.port is None else args.port
     if not settings.tokens and not is_loopback(host):
@@ -256,11 +270,7 @@ def run_sweep(args: argparse.Namespace) -> int:
     settings = _settings()
     if settings is None:
         return Exit.USAGE
-    configure_logging(json_lines=settings.log_json, level=settings.log_level)
-    for chatty in ("apscheduler", "alembic"):
-        # Their INFO lines (every job run) drown the sweeper's own events; httpx's are quieted
-        # for every command by configure_logging (they name each request's URL).
-        logging.getLogger(chatty).setLevel(max(logging.WARNING, logging.getLogger().level))
+    configure_service_logging(settings)
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

@@ -17,6 +17,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 _TOKEN_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 
+#: The shortest secret REWAKE_API_TOKENS takes: a bearer secret is the whole of the API's
+#: authentication, and one a person can guess or type from memory is no lock at all.
+MIN_SECRET_CHARS = 16
+
 #: How recently a sweeper must have written its heartbeat for /readyz and the mark warnings.
 SWEEPER_FRESH_S = 90
 
@@ -143,7 +147,9 @@ def explain(error: ValidationError) -> str:
 
 
 def parse_tokens(value: str) -> dict[str, str]:
-    """`name:secret,name:secret` into a dict; a malformed or repeated pair is a ValueError."""
+    """`name:secret,name:secret` into a dict; a malformed or repeated pair, or a secret shorter
+    than MIN_SECRET_CHARS, is a ValueError. The message names the token, never its secret: it
+    is printed where the service's start-up errors go."""
     tokens: dict[str, str] = {}
     for pair in value.split(","):
         name, sep, secret = pair.strip().partition(":")
@@ -151,6 +157,11 @@ def parse_tokens(value: str) -> dict[str, str]:
             raise ValueError("REWAKE_API_TOKENS must be name:secret pairs separated by commas")
         if name in tokens:
             raise ValueError(f"REWAKE_API_TOKENS names {name!r} twice")
+        if len(secret) < MIN_SECRET_CHARS:
+            raise ValueError(
+                f"REWAKE_API_TOKENS: the secret of token {name!r} is shorter than "
+                f"{MIN_SECRET_CHARS} characters; make one with `openssl rand -hex 24`"
+            )
         tokens[name] = secret
     return tokens
 

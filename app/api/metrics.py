@@ -5,6 +5,7 @@ on the same registry."""
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -15,8 +16,12 @@ from prometheus_client.registry import Collector
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rewake.db.engine import Database
+from rewake.logs import log_event
 from rewake.marks import repository as mark_repo
 from rewake.sweeper.metrics import SweeperMetrics, register_process_metrics
+
+#: The access log: one `request` event per HTTP answer (RequestTimer).
+access_logger = logging.getLogger("rewake.access")
 
 #: The route label of an answer no route gave.
 UNROUTED = "unrouted"
@@ -95,8 +100,15 @@ class Metrics:
 
 class RequestTimer:
     """Times every HTTP answer, refusals included (it wraps even the auth), into
-    `Metrics.requests`. The route is the matched route's template, never the raw path, so the
-    series stay as few as the routes."""
+    `Metrics.requests`, and writes the access log: one `request` event per answer on the
+    `rewake.access` logger, at INFO. The route is the matched route's template, never the raw
+    path, so the series stay as few as the routes.
+
+    The access line names the method, the path (never the query string, where a caller may
+    put a secret; never a body), the status, the time taken in ms and who acted (`-` when no
+    one was authenticated: a refusal, /healthz). Being outermost, it sees the answers given
+    before routing too (401, 413). The path is the caller's text: the log formatters keep its
+    control characters out of the line (rewake.logs)."""
 
     def __init__(self, app: ASGIApp, *, histogram: Histogram) -> None:
         self.app = app
@@ -118,8 +130,14 @@ class RequestTimer:
         try:
             await self.app(scope, receive, send_timed)
         finally:
+            elapsed = time.perf_counter() - started
             route = getattr(scope.get("route"), "path", None) or UNROUTED
-            self.histogram.labels(route, scope.get("method", ""), str(status)).observe(
-                time.perf_counter() - started
-            )
+            method = scope.get("method", "")
+            self.histogram.labels(route, method, str(status)).observe(elapsed)
+            if access_logger.isEnabledFor(logging.INFO):
+                log_event(
+                    access_logger, "request", method=method, path=scope.get("path", ""),
+                    status=status, ms=round(elapsed * 1000, 1),
+                    actor=(scope.get("state") or {}).get("actor") or "-",
+                )  # fmt: skip
 

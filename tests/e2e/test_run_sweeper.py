@@ -147,7 +147,7 @@ def test_a_mark_armed_by_the_sweepers_resume_is_not_fired_again(tmp_path: Path) 
 #: What the sweeper's environment holds besides (the service's secrets, another secret of the
 #: machine) and the CLI's own key, which the resumed CLI needs.
 SECRETS = {
-    "REWAKE_API_TOKENS": "alice:token-secret-1",
+    "REWAKE_API_TOKENS": "alice:token-secret-0123456789-1",
     "REWAKE_WEBHOOK_SECRET": "webhook-secret-2",
     "REWAKE_NOTIFY_URL": "https://ops:notify-secret-3@127.0.0.1:9/hook",
     "MACHINE_SECRET": "machine-secret-4",

@@ -109,7 +109,7 @@ def test_image_healthcheck_passes_on_a_serving_container(image: str) -> None:
     name = f"rewake-test-{uuid.uuid4().hex[:12]}"
     started = podman(
         "run", "--detach", "--name", name, "--network", "none", *LIMITS,
-        "--env", "REWAKE_API_TOKENS=probe:probe-secret", image,
+        "--env", "REWAKE_API_TOKENS=probe:probe-secret-0123456789", image,
     )  # fmt: skip
     assert started.returncode == 0, started.stderr
     try:
@@ -157,7 +157,8 @@ def test_pod_containers_run_restricted_and_become_ready(image: str) -> None:
     with fresh_postgres_schema(migrated=False) as url:
         # The host's network: the test database listens on the host's loopback only.
         common = [*RESTRICTED, *LIMITS, "--network", "host", "--env", f"REWAKE_DATABASE_URL={url}"]
-        common += ["--env", "REWAKE_API_TOKENS=admin:admin-secret,probe:probe-secret"]
+        tokens = "admin:admin-secret-0123456789,probe:probe-secret-0123456789"
+        common += ["--env", f"REWAKE_API_TOKENS={tokens}"]
         common += ["--env", f"REWAKE_PORT={api_port}"]
         migrated = podman("run", "--rm", *common, image, "rewake", "migrate")
         assert migrated.returncode == 0, migrated.stderr

@@ -188,7 +188,7 @@ def test_command_exit_status_decides(tmp_path: Path) -> None:
 #: The environment of a sweeper as an operator sets it up: the service's secrets, another
 #: secret of the machine, and what a coding CLI needs.
 SWEEPER_ENV = {
-    "REWAKE_API_TOKENS": "alice:token-secret-1,bob:token-secret-2",
+    "REWAKE_API_TOKENS": "alice:token-secret-0123456789-1,bob:token-secret-0123456789-2",
     "REWAKE_WEBHOOK_SECRET": "webhook-secret-3",
     "REWAKE_NOTIFY_URL": "https://ops:notify-secret-4@notify.example/hook",
     "REWAKE_WEBHOOK_URL": "https://host.example/resume?token=webhook-url-secret-5",

@@ -210,7 +210,8 @@ def test_sweep_once_fires_due_marks(tmp_path: Path) -> None:
 
 def test_serve_runs_a_sweeper_in_process(tmp_path: Path) -> None:
     """`rewake serve` fires marks by itself: the mark ends logged, /readyz sees the sweeper,
-    and the sweeper's metrics are on the API's /metrics."""
+    and the sweeper's metrics are on the API's /metrics. Its log has one access line per
+    request and none of APScheduler's "Running job" lines."""
     import httpx
 
     port = free_port()
@@ -252,3 +253,8 @@ def test_serve_runs_a_sweeper_in_process(tmp_path: Path) -> None:
         proc.wait(timeout=20)
     assert 'rewake_resume_outcomes_total{executor="log",state="logged"} 1.0' in metrics
     assert "rewake_resume_lateness_seconds_count 1.0" in metrics
+    said = (tmp_path / "serve.log").read_text()
+    assert "Running job" not in said and "apscheduler" not in said, said
+    [scrape] = [line for line in said.splitlines() if " request " in line and "/metrics" in line]
+    assert " info request method=GET path=/metrics status=200 ms=" in scrape
+    assert scrape.endswith(" actor=t")

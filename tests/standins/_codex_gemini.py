@@ -115,14 +115,23 @@ def gemini(argv: list[str]) -> None:
     sessions.mkdir(exist_ok=True)
     resume = value(argv, "--resume", "-r")
     if resume is not None:
+        if not any(sessions.iterdir()):
+            fail("Error resuming session: No previous sessions found for this project.")
         if not (sessions / resume).exists():
             fail(f'Error resuming session: Invalid session identifier "{resume}".')
         session_id = resume
     else:
         session_id = str(uuid.uuid4())
-        (sessions / session_id).write_text("")
     emit({"type": "init", "session_id": session_id, "model": "gemini-2.5-pro"})
+    emit({"type": "message", "role": "user", "content": prompt})
+    if outcome.get("do") != "limit" or outcome.get("answered"):
+        # Saved once the model answers; a first request that hits the limit saves nothing.
+        (sessions / session_id).write_text("")
     if outcome.get("do") == "limit":
+        if outcome.get("answered"):
+            emit({"type": "tool_use", "tool_name": "list_directory", "tool_id": "t0",
+                  "parameters": {"dir_path": "."}})  # fmt: skip
+            emit({"type": "tool_result", "tool_id": "t0", "status": "success", "output": "."})
         # gm-capacity-title-8h44m7s
         text = (
             "You have exhausted your capacity on this model. Your quota will reset after 8h44m7s."

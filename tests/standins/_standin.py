@@ -11,6 +11,8 @@ Driven by environment variables the test sets:
   ignores SIGINT (as an MCP server or a background shell may), its pid in STANDIN_PIDFILE.gc.
   With "slow_start": seconds, Claude waits that long before it looks at the session. "says":
   the text of Claude's first assistant message; "stderr": a line written to stderr before it.
+  With "answered": true, Gemini's limit comes after a tool call (the model answered first), so
+  its session is saved; without it, the limit hits the first request and nothing is saved.
 - STANDIN_STATE: a directory for the sessions each CLI knows (Claude's ids, Codex's threads,
   Gemini's per-directory sessions), so resuming an unknown one fails as the real CLI does.
 - STANDIN_LOG: each invocation's argv, cwd and environment are appended here as a JSON line.
@@ -19,7 +21,9 @@ Facts reproduced: `claude -p --output-format stream-json` without --verbose is a
 --session-id that already has a transcript is "already in use"; `claude --resume` may report a
 new session id (it does here, every time); a missing conversation ends as a `result` with
 is_error and "No conversation found with session ID"; `codex exec resume` keeps no flags and
-runs read-only unless the sandbox flags are passed again; Gemini's sessions are per directory.
+runs read-only unless the sandbox flags are passed again; Gemini's sessions are per directory,
+and Gemini saves a session only once the model answered in it: `--resume` then says "No
+previous sessions found for this project" in a directory with none (Gemini CLI 0.61.0).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from rewake.settings import Settings
+from rewake.settings import Settings, parse_tokens
 
 K8S = Path(__file__).resolve().parents[2] / "docs" / "k8s"
 MANIFESTS = sorted(K8S.glob("*.yaml"))
@@ -159,6 +159,8 @@ def test_secrets_come_only_from_the_secret() -> None:
     ]
     for value in [*secret["stringData"].values(), *token_secrets]:
         assert value and value not in deployment_text
+    # The placeholders are secrets rewake would start with (16 characters at least).
+    assert set(parse_tokens(secret["stringData"]["REWAKE_API_TOKENS"])) == {"admin", "probe"}
 
 
 class _Readyz(BaseHTTPRequestHandler):
@@ -166,7 +168,7 @@ class _Readyz(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         server: Any = self.server
-        authorized = self.headers.get("Authorization") == "Bearer probe-secret"
+        authorized = self.headers.get("Authorization") == "Bearer probe-secret-0123456789"
         self.send_response(server.status if authorized else 401)
         self.end_headers()
 
@@ -188,10 +190,10 @@ def readyz() -> Iterator[Any]:
 @pytest.mark.parametrize(
     ("tokens", "status", "ready"),
     [
-        ("admin:other, probe:probe-secret", 200, True),
-        ("admin:other,probe:probe-secret", 503, False),
-        ("admin:probe-secret", 200, False),
-        ("probe:wrong", 200, False),
+        ("admin:other-secret-0123456789, probe:probe-secret-0123456789", 200, True),
+        ("admin:other-secret-0123456789,probe:probe-secret-0123456789", 503, False),
+        ("admin:probe-secret-0123456789", 200, False),
+        ("probe:wrong-secret-0123456789", 200, False),
     ],
 )
 def test_readiness_command_sends_the_probe_token(

@@ -92,3 +92,35 @@ def test_rewake_events_and_info_lines_are_never_throttled() -> None:
                for _ in range(10))  # fmt: skip
     assert all(throttle.filter(_record("uvicorn.error", "Started", logging.INFO))
                for _ in range(10))  # fmt: skip
+
+
+@pytest.mark.parametrize("formatter", [TextFormatter(), JsonFormatter()])
+def test_a_path_cannot_forge_a_log_line(formatter: logging.Formatter) -> None:
+    """A request's path holding a line feed, CR, ESC, C1 or U+2028 stays on its one line, the
+    characters shown as escapes: no forged `request` line, nothing for a terminal to obey."""
+    forged = (
+        "/x\n2026-01-01T00:00:00Z info request method=GET path=/admin status=200"
+        "\r\x1b[2J\x9b\u2028"
+    )
+    record = _record("rewake.access", "request", logging.INFO)
+    record.rewake_fields = {"method": "GET", "path": forged, "status": 404}
+    out = formatter.format(record)
+    assert "\n" not in out and "\r" not in out and "\x1b" not in out
+    assert "\x9b" not in out and "\u2028" not in out
+    if isinstance(formatter, JsonFormatter):
+        assert json.loads(out)["path"] == forged
+    else:
+        assert "path=/x\\x0a2026-01-01T00:00:00Z info request" in out and "\\x1b[2J" in out
+
+
+def test_a_traceback_keeps_its_lines_after_an_escaped_head() -> None:
+    """Only a traceback follows the record's line on lines of its own."""
+    try:
+        raise RuntimeError("boom")
+    except RuntimeError:
+        import sys
+
+        record = logging.LogRecord("rewake.x", logging.ERROR, __file__, 1, "a\nb", None,
+                                   sys.exc_info())  # fmt: skip
+    head, *rest = TextFormatter().format(record).split("\n")
+    assert head.endswith("error a\\x0ab") and rest[0] == "Traceback (most recent call last):"

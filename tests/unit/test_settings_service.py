@@ -25,17 +25,21 @@ def test_defaults_work_with_no_environment(monkeypatch: pytest.MonkeyPatch) -> N
 
 def test_settings_read_rewake_names(monkeypatch: pytest.MonkeyPatch) -> None:
     """The environment names are DESIGN.md's: REWAKE_ and the field name."""
-    monkeypatch.setenv("REWAKE_API_TOKENS", "ops:s3cret, ci:other")
+    monkeypatch.setenv("REWAKE_API_TOKENS", "ops:ops-secret-0123456789, ci:ci-secret-0123456789")
     monkeypatch.setenv("REWAKE_RESUME_DELAY_S", "45")
     monkeypatch.setenv("REWAKE_DISPLAY_ZONE", "Europe/Berlin")
     monkeypatch.setenv("REWAKE_DATABASE_URL", "postgresql://u@h/db")
     settings = Settings()
-    assert settings.tokens == {"ops": "s3cret", "ci": "other"}
+    assert settings.tokens == {"ops": "ops-secret-0123456789", "ci": "ci-secret-0123456789"}
     assert settings.resume_delay_s == 45
     assert settings.sqlalchemy_url == "postgresql+psycopg://u@h/db"
 
 
-@pytest.mark.parametrize("value", ["nocolon", ":secret", "name:", "a:b,a:c", "bad name:x"])
+@pytest.mark.parametrize(
+    "value",
+    ["nocolon", ":secret-0123456789ab", "name:", "a:secret-0123456789ab,a:secret-0123456789cd",
+     "bad name:secret-0123456789ab"],
+)  # fmt: skip
 def test_malformed_tokens_are_refused(value: str) -> None:
     """Token pairs must be name:secret, with each name once."""
     with pytest.raises(ValueError):
@@ -85,6 +89,39 @@ def test_postgresql_without_its_extra_names_the_extra(monkeypatch: pytest.Monkey
     with pytest.raises(ValidationError, match=r"REWAKE_DATABASE_URL.*rewake\[postgres\]"):
         Settings(database_url="postgresql://u@h/db")
     assert Settings(database_url="sqlite:///x.db").sqlalchemy_url == "sqlite:///x.db"
+
+
+def test_short_secret_is_refused_by_token_name_without_the_secret() -> None:
+    """A secret under 16 characters is refused: the error names REWAKE_API_TOKENS and the
+    token, says how to make a secret, and never shows the secret; 16 characters pass."""
+    from rewake.settings import explain
+
+    with pytest.raises(ValidationError) as invalid:
+        Settings(api_tokens="ops:ops-secret-0123456789,ci:hunter2-abcdefg")
+    said = explain(invalid.value)
+    assert said.startswith("REWAKE_API_TOKENS: ") and "'ci'" in said
+    assert "openssl rand -hex 24" in said
+    assert "hunter2" not in said and "ops-secret" not in said
+    assert parse_tokens("ci:" + "x" * 16) == {"ci": "x" * 16}
+
+
+def test_serve_with_a_short_secret_exits_2_naming_the_variable(tmp_path: Path) -> None:
+    """`rewake serve` with a short token secret stops before opening anything: exit 2, the
+    variable and the token named, the secret not shown, no traceback."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REWAKE_")}
+    env["REWAKE_API_TOKENS"] = "admin:change-me"
+    done = subprocess.run(
+        [sys.executable, "-m", "rewake", "serve"],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "REWAKE_API_TOKENS" in done.stderr and "'admin'" in done.stderr
+    assert "change-me" not in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "rewake.db").exists()
 
 
 def test_serve_without_the_postgres_extra_exits_2_with_the_fix(tmp_path: Path) -> None:

@@ -143,6 +143,9 @@ class Provider:
     #: Options that pin a conversation: replaced by rewake's own on a resume or fresh start.
     pinning: frozenset[str] = frozenset()
     missing_pattern: re.Pattern[str] = re.compile(r"(?!)")
+    #: The CLI keeps a conversation only once the model has answered in it: until then there
+    #: is nothing to resume (Gemini; see Gemini.answered).
+    saves_only_answered = False
 
     def split(self, args: Sequence[str]) -> tuple[list[str], str]:
         """The user's flags and the prompt."""
@@ -177,6 +180,11 @@ class Provider:
 
     def ended_in_error(self, events: Sequence[Event]) -> bool:
         raise NotImplementedError
+
+    def answered(self, event: Event) -> bool:
+        """The event shows the model answered (a reply, a tool call), so a CLI that saves
+        only answered conversations has this one to resume; see `saves_only_answered`."""
+        return False
 
     def setup_hint(self, exit_code: int, text: str) -> str | None:
         """Why the CLI refused to start at all, and how to let it, when it said so: a failure
@@ -367,6 +375,12 @@ class Gemini(Provider):
         "--include-directories", "--resume", "-r", "--telemetry-target", "--proxy",
     })  # fmt: skip
     pinning = frozenset({"--resume", "-r"})
+    # Gemini CLI 0.61.0 prints an `init` with a session id and echoes the user's message, but
+    # when the first request hits the limit it saves nothing: `--resume <id>` then fails with
+    # "No previous sessions found for this project" (corpus/realcli e2e-gemini-limit-then-ok).
+    # Once the model answered (e2e-gemini-tool-then-limit: a tool call, then the limit) the
+    # conversation is saved and resumes.
+    saves_only_answered = True
     missing_pattern = re.compile(
         r"invalid session identifier|no (?:previous )?sessions? found|session \S+ not found"
         r"|could not find (?:the )?session",
@@ -416,6 +430,14 @@ class Gemini(Provider):
     def ended_in_error(self, events: Sequence[Event]) -> bool:
         results = [e for e in events if e.get("type") == "result"]
         return bool(results) and results[-1].get("status") == "error"
+
+    def answered(self, event: Event) -> bool:
+        kind = event.get("type")
+        if kind == "message":
+            return event.get("role") == "assistant"
+        if kind in ("tool_use", "tool_result"):
+            return True
+        return kind == "result" and event.get("status") == "success"
 
     def error_texts(self, event: Event) -> list[str]:
         # An error `result` carries the "[API Error: ...]" text Gemini prints; an `error` event

@@ -69,6 +69,11 @@ class RunRecord:
     #: Start a fresh conversation on the saved work directory if the old one is missing: only
     #: when asked for at arming time or on a manual resume, never silently.
     fresh_if_missing: bool = False
+    #: For a CLI that saves a conversation only once the model answered (Gemini): whether it
+    #: has; False while every attempt of the conversation hit a limit before an answer, when
+    #: `--resume` would find nothing. None: not known (another CLI, an older record, or a
+    #: conversation the user's own `--resume` named), and resumed as always.
+    conversation_saved: bool | None = None
     #: Anything else a provider needs; unknown keys in a newer record are kept here.
     extra: dict[str, Any] = field(default_factory=dict)
 

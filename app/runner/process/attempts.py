@@ -108,17 +108,32 @@ class Runner:
 
     def resume_step(self, prompt: str, *, fresh_allowed: bool, fire: Fire | None = None) -> Step:
         """The provider's resume form as the next attempt (a fresh start when no conversation
-        id was ever recorded and that is allowed)."""
+        id was ever recorded, or the CLI saved no conversation, and that is allowed)."""
         attempt = self.record.attempt + 1
         session_id = self.record.cli_session_id
-        if session_id is None:
-            return Step([], attempt, True, fresh_allowed, fire)  # run() reports it missing
+        if session_id is None or self.nothing_saved:
+            # run() starts afresh or reports it missing: `--resume` could only fail.
+            return Step([], attempt, True, fresh_allowed, fire)
         argv = self.provider.resume_argv(self.program, self.record.args, session_id, prompt)
         return Step(argv, attempt, True, fresh_allowed, fire)
+
+    @property
+    def nothing_saved(self) -> bool:
+        """The CLI saved no conversation to resume: it saves one only once the model answered,
+        and no attempt of this conversation got an answer (a Gemini session whose first
+        request hit the limit). `--resume` would fail with "No previous sessions found"."""
+        return self.record.conversation_saved is False
+
+    def _nothing_saved_words(self) -> str:
+        return (
+            f"{self.provider.name} saved no conversation for {self.record.root_id}: the model "
+            "never answered in it (its first request failed), so there is nothing to resume"
+        )
 
     def fresh_argv(self) -> list[str]:
         session_id = None if self.provider.name != "claude" else str(uuid.uuid4())
         self.record.cli_session_id = session_id
+        self.record.conversation_saved = None  # a new conversation: its attempt will tell
         return self.provider.fresh_argv(self.program, self.record.args, session_id)
 
     # -- one attempt ---------------------------------------------------------------------
@@ -166,10 +181,30 @@ class Runner:
             on_started=(lambda: self._started(attempt)) if started_when_proven else (lambda: None),
             on_session=self._session,
         )
-        return supervise(
+        finished = supervise(
             argv, provider=self.provider, cwd=self.record.cwd, log=log, env=self.options.env,
             hooks=hooks, out=self.out, err=self.err, stop=stop, clock=self.options.clock,
         )  # fmt: skip
+        self._note_saved(finished)
+        return finished
+
+    def _note_saved(self, finished: Finished) -> None:
+        """Keep whether the CLI has the conversation saved (RunRecord.conversation_saved), for
+        a CLI that saves it only once the model answered. Once saved it stays saved; a
+        conversation the user's own `--resume` named existed before rewake ran it."""
+        if not self.provider.saves_only_answered:
+            return
+        if finished.answered:
+            saved = True
+        elif self.record.conversation_saved is None and not self.provider.pinned_session_id(
+            self.record.args
+        ):
+            saved = False
+        else:
+            return
+        if saved is not self.record.conversation_saved:
+            self.record.conversation_saved = saved
+            records.save(self.record)
 
     def _log_header(self, log: Any, argv: list[str], version: str) -> None:
         """Which CLI version ran (the first thing to ask when a CLI changes its output)."""
@@ -187,8 +222,10 @@ class Runner:
         """Run `step`, and the resumes that follow it; `rewake run`'s exit status."""
         while True:
             if not step.argv and step.fresh_allowed:
-                self._say("⚠ rewake recorded no conversation id to resume: starting a FRESH "
-                          f"conversation in {self.record.cwd} (--fresh-if-missing)")  # fmt: skip
+                why = (self._nothing_saved_words() if self.nothing_saved
+                       else "rewake recorded no conversation id to resume")  # fmt: skip
+                self._say(f"⚠ {why}: starting a FRESH conversation in {self.record.cwd} "
+                          "(--fresh-if-missing)")  # fmt: skip
                 step.argv, step.started_when_proven = self.fresh_argv(), True
             if not step.argv:
                 return self._no_conversation(step)
@@ -324,6 +361,9 @@ class Runner:
             self._say(f"  resume by hand: rewake run --resume {self.record.root_id}")
             return None
         name = self.record.root_id
+        if self.nothing_saved and not self.record.fresh_if_missing:
+            self._offer_fresh(answer)
+            return None
         if not self.options.auto_resume:
             offer = answer.get("auto_resume") or {}
             if offer.get("available"):
@@ -331,6 +371,9 @@ class Runner:
             else:
                 self._say(f"  auto-resume is not offered: {offer.get('detail')}")
             return None
+        if self.nothing_saved:
+            self._say(f"  note: {self._nothing_saved_words()}; the auto-resume starts the task "
+                      f"afresh in {self.record.cwd} (--fresh-if-missing)")  # fmt: skip
         try:
             mark = self.store.set_auto_resume(name, enabled=True)
         except StoreError as refused:
@@ -344,6 +387,23 @@ class Runner:
             for line in resume_path(self.store, self.options.clock()):
                 self._say(f"  {line}")
         return mark
+
+    def _offer_fresh(self, answer: JSON) -> None:
+        """Paused on a limit with no conversation saved: a plain resume could only fail, so
+        none is armed or offered; the fresh start is, by the command that asks for it. Never
+        armed without that flag: a fresh start re-runs the task, which the user must choose."""
+        name = self.record.root_id
+        offer = answer.get("auto_resume") or {}
+        self._say(f"  {self._nothing_saved_words()}")
+        if self.options.auto_resume:
+            self._say("  auto-resume not armed: it would resume a conversation that does not "
+                      "exist; only --fresh-if-missing arms a fresh start")  # fmt: skip
+        if self.options.auto_resume or offer.get("available"):
+            self._say(f"  start the task afresh in {self.record.cwd} after the reset: "
+                      f"rewake auto-resume {name} on --fresh-if-missing")  # fmt: skip
+        else:
+            self._say(f"  auto-resume is not offered: {offer.get('detail')}")
+        self._say(f"  or now: rewake run --resume {name} --fresh-if-missing")
 
     def _settled(self, settled: Settled, code: int) -> int:
         mark = settled.mark
@@ -409,8 +469,10 @@ class Runner:
     def _no_conversation(self, step: Step) -> int:
         """A resume with no conversation id on record: reported as conversation_missing."""
         now = self.options.clock()
+        message = (self._nothing_saved_words() if self.nothing_saved
+                   else "rewake recorded no conversation id to resume")  # fmt: skip
         body: dict[str, Any] = {
-            "attempt": step.attempt, "message": "rewake recorded no conversation id to resume",
+            "attempt": step.attempt, "message": message,
             "observed_at": now.isoformat(), "provider": self.provider.name,
             "failure_kind": "conversation_missing", "capture": "live",
         }  # fmt: skip

@@ -69,6 +69,9 @@ class Finished:
     halted: bool
     ended_at: datetime
     log: Path
+    #: The model answered in this attempt (Provider.answered): a CLI that saves only answered
+    #: conversations has this one saved.
+    answered: bool = False
 
 
 @dataclass
@@ -358,7 +361,7 @@ def _follow(
     return Finished(
         exit_code=code, events=events.events(), tail="\n".join(tail),
         session_id=adopt.session_id, started=adopt.started, halted=stop.requested > 0,
-        ended_at=ended_at, log=log,
+        ended_at=ended_at, log=log, answered=adopt.answered,
     )  # fmt: skip
 
 
@@ -371,10 +374,13 @@ class _Adopt:
         self.provider = provider
         self.hooks = hooks
         self.started = False
+        self.answered = False
         self.session_id: str | None = None
         self._pending: str | None = None
 
     def feed(self, event: Event) -> None:
+        if not self.answered and self.provider.answered(event):
+            self.answered = True
         if not self.started and self.provider.proves_started(event):
             self.started = True
             self.hooks.on_started()
