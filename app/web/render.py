@@ -53,6 +53,10 @@ class Times:
         shown = format_local(parse_instant(instant), self.zone, self.now)
         return Markup('<time datetime="{}" data-local>{}</time>').format(instant, shown)
 
+    def passed(self, instant: str) -> bool:
+        """Whether `instant` is behind the request's `now` (a reset that already happened)."""
+        return parse_instant(instant) <= self.now
+
     def countdown(self, instant: str | None, past: str = "already passed") -> Markup:
         """A live countdown to `instant`; `past` is what it says once the instant is behind."""
         if not instant:
