@@ -122,4 +122,3 @@ class RequestTimer:
             self.histogram.labels(route, scope.get("method", ""), str(status)).observe(
                 time.perf_counter() - started
             )
-

@@ -244,3 +244,20 @@ def test_session_page_shows_what_the_cli_reported_when_its_text_says_nothing(
     http.post(runs_url(root_id, "r2"), json=failure(message="Error: boom", cli_text=reported))
     page = http.get(f"/sessions/{root_id}", headers=HTML).text
     assert page.count("What the CLI reported") == 1 and "Error: boom" in page
+
+
+def test_the_list_draws_the_next_24_hours_per_account(http: httpx.Client, root_id: str) -> None:
+    """The list page has one SVG of the next 24 hours, with a title, a description and the
+    same events as a list; an account key is escaped everywhere it shows."""
+    account = f"<b>{root_id}</b>"
+    http.post(runs_url(root_id), json=failure(account_key=account))
+    http.put(f"/api/agent/runs/{root_id}/auto-resume", json={"enabled": True})
+    page = http.get("/", params={"account_key": account}, headers=HTML).text
+    assert page.count("<svg") == 1 and 'role="img" aria-labelledby="fleet-title fleet-desc"' in page
+    assert f"{root_id}: limit resets 17:40 CET" in page
+    assert f"{root_id}: auto-resume 17:41 CET" in page
+    assert '<path class="marker"' in page and '<circle class="marker"' in page
+    assert "<b>" not in page and f"&lt;b&gt;{root_id}&lt;/b&gt;" in page
+    assert (
+        '<time datetime="2026-11-30T16:41:30Z" data-local>17:41 CET</time> · auto-resume' in page
+    )

@@ -3,11 +3,12 @@ functions, tested without a server."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from rewake.web import detail, views
+from rewake.web import detail, fleet, views
 
 
 def mark(**fields: Any) -> dict[str, Any]:
@@ -195,3 +196,42 @@ def test_the_timeline_keeps_the_apis_oldest_first_order() -> None:
     assert [entry.event for entry in detail.timeline(entries)] == [
         "failure_reported", "mark_armed"
     ]  # fmt: skip
+
+
+def _session(root_id: str, reset: str | None, account: str | None = "team-a") -> dict[str, Any]:
+    failure = {"reset_at": reset, "account_key": account, "provider": "codex"}
+    return {"root_id": root_id, "state": "paused", "failure": failure}
+
+
+def test_the_picture_places_resets_and_resumes_per_account_within_24_hours() -> None:
+    """Resets and live marks' due times sit on one 24 h axis from now, one lane per account
+    (the provider when none); what lies beyond is counted, what is past is left out."""
+    now = datetime(2026, 11, 30, 13, 0, tzinfo=UTC)
+    shown = fleet.fleet(
+        [
+            (_session("a", "2026-11-30T19:00:00Z"),
+             mark(state="armed", due_at="2026-11-30T19:01:30Z")),
+            (_session("b", "2026-11-30T12:00:00Z", None), mark(state="cleared")),
+            (_session("c", "2026-12-02T13:00:00Z", "team-b"), mark()),
+            (_session("d", "2026-12-01T01:00:00Z", None), mark()),
+        ],
+        now,
+    )  # fmt: skip
+    assert [lane.account for lane in shown.lanes] == ["codex", "team-a"]
+    team_a = shown.lanes[1].events
+    assert [(e.kind, e.root_id, e.labelled) for e in team_a] == [
+        ("reset", "a", True), ("resume", "a", False)
+    ]  # fmt: skip
+    assert team_a[0].x == fleet.LABEL_W + fleet.AXIS_W / 4
+    assert shown.lanes[0].events[0].x == fleet.LABEL_W + fleet.AXIS_W / 2
+    assert shown.later == 1 and len(shown.ticks) == 8
+
+
+def test_an_overdue_resume_sits_at_now() -> None:
+    """A live mark already due is drawn at now and says it is due now."""
+    now = datetime(2026, 11, 30, 13, 0, tzinfo=UTC)
+    shown = fleet.fleet(
+        [(_session("x", None), mark(state="claimed", due_at="2026-11-30T12:59:00Z"))], now
+    )
+    (event,) = shown.lanes[0].events
+    assert (event.x, event.overdue, event.words) == (fleet.LABEL_W, True, "resume overdue, due now")
