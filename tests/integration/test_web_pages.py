@@ -258,6 +258,4 @@ def test_the_list_draws_the_next_24_hours_per_account(http: httpx.Client, root_i
     assert f"{root_id}: auto-resume 17:41 CET" in page
     assert '<path class="marker"' in page and '<circle class="marker"' in page
     assert "<b>" not in page and f"&lt;b&gt;{root_id}&lt;/b&gt;" in page
-    assert (
-        '<time datetime="2026-11-30T16:41:30Z" data-local>17:41 CET</time> · auto-resume' in page
-    )
+    assert '<time datetime="2026-11-30T16:41:30Z" data-local>17:41 CET</time> · auto-resume' in page
