@@ -127,9 +127,7 @@ class ThrottleRepeats(logging.Filter):
     and addresses that differ each time). The next one let through after a window says how many
     like it were left out. rewake's own events are never held back."""
 
-    def __init__(
-        self, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic
-    ) -> None:
+    def __init__(self, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
         self.window_s = window_s
         self._clock = clock

@@ -81,8 +81,7 @@ def parse_pass_env(value: str | None) -> tuple[frozenset[str], tuple[str, ...]]:
             raise ValueError(f"REWAKE_PASS_ENV: {entry!r} is not a variable name (or NAME*)")
         if entry.upper().startswith("REWAKE"):
             raise ValueError(
-                f"REWAKE_PASS_ENV: {entry!r} names rewake's own settings, which are never "
-                "passed on"
+                f"REWAKE_PASS_ENV: {entry!r} names rewake's own settings, which are never passed on"
             )
         if entry.endswith("*"):
             prefixes.append(entry[:-1])

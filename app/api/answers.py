@@ -247,6 +247,7 @@ class CurrentFailure(Answer):
     failure_kind: FailureKind
     provider: Provider | None
     reset_at: datetime | None
+    account_key: str | None = None
     banner: Banner
 
 

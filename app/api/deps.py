@@ -37,10 +37,6 @@ async def services(request: Request) -> Services:
 AppServices = Annotated[Services, Depends(services)]
 
 
-
-
-
-
 async def actor(request: Request) -> str:
     """Set by `Auth` for every route that needs it."""
     who: str = request.state.actor

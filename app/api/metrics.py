@@ -140,4 +140,3 @@ class RequestTimer:
                     status=status, ms=round(elapsed * 1000, 1),
                     actor=(scope.get("state") or {}).get("actor") or "-",
                 )  # fmt: skip
-

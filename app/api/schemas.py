@@ -23,10 +23,6 @@ RootId = Annotated[str, Path(pattern=ID_PATTERN, max_length=200, description=ID_
 RunId = Annotated[str, Path(pattern=ID_PATTERN, max_length=200, description=ID_HELP)]
 
 
-
-
-
-
 class AttemptBody(Body):
     """The host's run moved on: an attempt started or completed."""
 

@@ -41,10 +41,6 @@ _DURABLE = "rewake_durable"
 _IDLE_SINCE = "rewake.idle_since"
 
 
-
-
-
-
 def make_engine(url: str, *, ping_after_idle_s: float = PING_AFTER_IDLE_S, **kwargs: Any) -> Engine:
     """An engine for `url` with rewake's connection rules applied."""
     url = normalize_database_url(url)

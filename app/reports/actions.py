@@ -159,20 +159,6 @@ def delete_session(db: Session, root_id: str, ctx: Context) -> JSON:
     return tombstone_json(tombstone)
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def _touch(db: Session, session: SessionRow, ctx: Context) -> None:
     db.flush()
     session.state = session_state(

@@ -30,7 +30,6 @@ BUSINESS_LABELS: dict[str, tuple[str, str]] = {
 }
 
 
-
 @dataclass(frozen=True, slots=True)
 class Banner:
     """What a dashboard shows for one failed attempt."""

@@ -169,17 +169,3 @@ def is_newer(candidate: FailurePoint, than: FailurePoint) -> bool:
     if candidate.run_id == than.run_id:
         return candidate.attempt > than.attempt
     return candidate.observed_at > than.observed_at
-
-
-
-
-
-
-
-
-
-
-
-
-
-

@@ -121,6 +121,7 @@ def _session_summary(
                 "failure_kind": failure.failure_kind,
                 "provider": failure.provider,
                 "reset_at": iso(failure.reset_at),
+                "account_key": failure.account_key,
                 "banner": failure_banner(failure, ctx),
             }
             if failure is not None

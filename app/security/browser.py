@@ -157,5 +157,3 @@ def refuse_foreign_host(headers: dict[bytes, bytes]) -> None:
             f"Host header {host[:100]!r} is not a loopback name; with no token configured "
             "rewake answers loopback names only (127.0.0.1, localhost, [::1])",
         )
-
-

@@ -120,9 +120,10 @@ class TimelineEntry:
 
 
 def timeline(entries: list[JSON]) -> list[TimelineEntry]:
-    """The session's timeline, newest first, each event in words with its raw detail."""
+    """The session's timeline oldest first, as the API and `rewake show` give it (a story read
+    forward, the same order everywhere), each event in words with its raw detail."""
     shown = []
-    for entry in reversed(entries):
+    for entry in entries:
         where = " ".join(
             part
             for part in (
@@ -166,6 +167,7 @@ def failure_summary(failure: JSON) -> JSON:
         "failure_kind": failure["failure_kind"],
         "provider": failure["provider"],
         "reset_at": failure["verdict"].get("reset_at") if counts else None,
+        "account_key": failure.get("account_key"),
         "banner": failure["banner"],
     }
 

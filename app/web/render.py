@@ -53,6 +53,18 @@ class Times:
         shown = format_local(parse_instant(instant), self.zone, self.now)
         return Markup('<time datetime="{}" data-local>{}</time>').format(instant, shown)
 
+    def text(self, instant: str) -> str:
+        """An instant as plain text in the display zone, zone named ("17:00 CET")."""
+        return format_local(parse_instant(instant), self.zone, self.now)
+
+    def hour(self, instant: str) -> str:
+        """An instant's clock time in the display zone ("18:00"), for the picture's axis."""
+        return parse_instant(instant).astimezone(self.zone).strftime("%H:%M")
+
+    def passed(self, instant: str) -> bool:
+        """Whether `instant` is behind the request's `now` (a reset that already happened)."""
+        return parse_instant(instant) <= self.now
+
     def countdown(self, instant: str | None, past: str = "already passed") -> Markup:
         """A live countdown to `instant`; `past` is what it says once the instant is behind."""
         if not instant:

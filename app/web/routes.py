@@ -21,7 +21,7 @@ from rewake.parsers.verdict import PROVIDERS
 from rewake.reports import views as session_views
 from rewake.reports.rules import clean_text
 from rewake.sessions.repository import SessionFilter
-from rewake.web import detail, views
+from rewake.web import detail, fleet, views
 from rewake.web.render import Times, error_page, page
 
 router = APIRouter(include_in_schema=False)
@@ -45,14 +45,11 @@ def sessions_page(
     except BadQuery as bad:
         return error_page(request, 422, "invalid_request", str(bad))
     listing = session_views.list_sessions(db, where, limit=PAGE_SIZE, offset=offset, ctx=ctx)
-    cards = [
-        views.card(
-            summary,
-            marks.mark_view(db, summary["root_id"], ctx),
-            resume_delay_s=services.settings.resume_delay_s,
-        )
-        for summary in listing["sessions"]
+    loaded = [
+        (summary, marks.mark_view(db, summary["root_id"], ctx)) for summary in listing["sessions"]
     ]
+    delay = services.settings.resume_delay_s
+    cards = [views.card(summary, mark, resume_delay_s=delay) for summary, mark in loaded]
     kept = {"provider": where.provider, "account_key": where.account_key}
     return page(
         request,
@@ -60,6 +57,9 @@ def sessions_page(
         {
             "times": Times(ctx.now, ctx.display_zone),
             "cards": cards,
+            "fleet": fleet.fleet(loaded, ctx.now),
+            "width": fleet.WIDTH,
+            "label_w": fleet.LABEL_W,
             "state": where.state,
             "states": STATES,
             "offset": offset,

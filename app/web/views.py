@@ -13,6 +13,7 @@ from typing import Literal
 
 from rewake.context import JSON
 from rewake.instants import parse_instant
+from rewake.reports.outcome_words import outcome_reason
 from rewake.reports.refusal_words import REFUSAL_REASONS, as_sentence
 
 #: Each refusal of `PUT .../auto-resume` (and the other refusals a click may meet) in words.
@@ -41,10 +42,20 @@ CLEAR_REASONS: dict[str, str] = {
     "delete": "the session was deleted",
 }
 
-#: What a banner of this refusal adds: what the person can do instead of waiting.
-REFUSAL_HINTS: dict[str, str] = {
-    "no_reset": "add credits or raise the limit",
+#: What to do instead of waiting, for a limit no reset lifts, by the verdict's scope; the
+#: provider's name fills `{provider}`.
+NEXT_STEPS: dict[str, str] = {
+    "credits": "add credits to the {provider} account, then resume the session",
+    "spend_cap": "raise the spend cap of the {provider} account, then resume the session",
 }
+#: The same for any other scope (an organisation's limit, a plan's quota).
+NO_RESET_STEP = "raise the limit of the {provider} account (or ask who sets it), then resume"
+#: What a resumed session that still shows paused is waiting for.
+RESUMED_NOT_REPORTED = "it shows as running once its host reports the new attempt"
+#: Why a paused session that waiting will not help offers no auto-resume.
+BLOCKED_REASON = (
+    "Auto-resume is not offered: no reset will end this pause, so there is nothing to wait for."
+)
 
 Tone = Literal["ok", "info", "warn", "bad"]
 ActionKind = Literal["arm", "arm_despite_native", "disarm", "resolve", "none"]
@@ -61,6 +72,8 @@ class BannerView:
     failure_kind: str
     reset_at: str | None = None
     command: str | None = None
+    blocked: bool = False
+    next_step: tuple[str, str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,15 +86,16 @@ class MarkView:
     due_at: str | None = None
     check: str | None = None
     warnings: tuple[str, ...] = ()
+    technical: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class ActionView:
-    """The one action that fits, or why the usual one is not offered."""
+    """The one action that fits, or why the usual one is not offered (then `kind` is "none":
+    the page never shows a disabled button)."""
 
     kind: ActionKind
     label: str = ""
-    enabled: bool = True
     code: str | None = None
     reason: str | None = None
 
@@ -98,6 +112,11 @@ class Card:
     action: ActionView
     updated_at: str | None = None
 
+    @property
+    def blocked(self) -> bool:
+        """Paused where waiting will not help: the card looks different and says what to do."""
+        return self.state == "paused" and self.banner is not None and self.banner.blocked
+
 
 def banner_view(failure: JSON | None) -> BannerView | None:
     """The banner of a failure summary (`failure_kind`, `reset_at`, `banner`), in parts."""
@@ -110,17 +129,47 @@ def banner_view(failure: JSON | None) -> BannerView | None:
     if detail.count("`") == 2:  # "run `/login`": the command is shown as code
         before, command, after = detail.split("`")
         detail = (before + after).strip()
-    refusal = refusal_code_of(str(banner["technical"]))
-    if refusal in REFUSAL_HINTS:
-        detail = f"{detail}: {REFUSAL_HINTS[refusal]}"
+    kind, technical = str(failure["failure_kind"]), str(banner["technical"])
+    refusal = refusal_code_of(technical)
+    step = next_step(kind, refusal, _scope_of(technical), failure.get("provider"), command)
     return BannerView(
         headline=str(banner["business"]),
         detail=detail,
-        technical=str(banner["technical"]),
-        failure_kind=str(failure["failure_kind"]),
+        technical=technical,
+        failure_kind=kind,
         reset_at=str(failure["reset_at"]) if counts_down else None,
         command=command,
+        blocked=step is not None,
+        next_step=step,
     )
+
+
+def next_step(
+    failure_kind: str,
+    refusal: str | None,
+    scope: str | None,
+    provider: str | None,
+    command: str | None,
+) -> tuple[str, str, str] | None:
+    """What to do instead of waiting, as (words, command, words) with the command shown as
+    code; None where waiting (or auto-resume) is the way on. Sign-in and limits no reset lifts
+    (credits, spend caps) are the cases waiting will not help."""
+    if failure_kind == "login_required":
+        if command:
+            return ("run ", command, " in the session, then resume it")
+        return ("sign in to the CLI again in the session, then resume it", "", "")
+    if failure_kind == "provider_quota" and refusal == "no_reset":
+        words = NEXT_STEPS.get(str(scope), NO_RESET_STEP)
+        return (words.format(provider=provider or "provider's"), "", "")
+    return None
+
+
+def _scope_of(technical: str) -> str | None:
+    """The verdict's scope as the technical label names it ("...; scope credits; ...")."""
+    for part in technical.split("; "):
+        if part.startswith("scope "):
+            return part.removeprefix("scope ")
+    return None
 
 
 def refusal_code_of(technical: str) -> str | None:
@@ -137,11 +186,35 @@ def mark_view(mark: JSON, *, resume_delay_s: int) -> MarkView | None:
     if state is None:
         return None
     view = _mark_words(mark, str(state), resume_delay_s)
-    return replace(view, warnings=tuple(str(w) for w in mark.get("warnings") or ()))
+    return replace(
+        view,
+        warnings=tuple(str(w) for w in mark.get("warnings") or ()),
+        technical=mark_technical(mark),
+    )
+
+
+def mark_technical(mark: JSON) -> str | None:
+    """The outcome as recorded ("outcome exit_1: pid 29954 exited 1"), shown beside the words
+    as the technical part; None before an outcome."""
+    outcome, said = mark.get("outcome"), mark.get("outcome_detail")
+    if not outcome and not said:
+        return None
+    parts = (f"outcome {outcome}" if outcome else None, said)
+    return ": ".join(str(part) for part in parts if part)
+
+
+def outcome_words(mark: JSON, otherwise: str | None) -> str | None:
+    """How the resume ended, in words (`rewake.reports.outcome_words`): the expiry's own reason
+    when it says one, else the outcome code's; `otherwise` for a mark with no code."""
+    outcome = mark.get("outcome")
+    if outcome == "expired" and mark.get("outcome_detail") == "host_unseen":
+        outcome = "host_unseen"
+    return outcome_reason(outcome) or otherwise
 
 
 def _mark_words(mark: JSON, state: str, resume_delay_s: int) -> MarkView:
-    detail = mark.get("outcome_detail")
+    """The words of each state; an outcome's technical detail ("pid 29954 exited 1") is never
+    the words, it is shown beside them (`mark_technical`)."""
     if state == "armed":
         held = held_for_account(mark, resume_delay_s)
         return MarkView(
@@ -156,25 +229,26 @@ def _mark_words(mark: JSON, state: str, resume_delay_s: int) -> MarkView:
         return MarkView(
             "warn",
             "Unknown whether the resume arrived",
-            "the send started but its answer never came back; it is never sent again",
+            f"{outcome_words(mark, 'the send started but its answer never came back')}; "
+            "it is never sent again",
             check=uncertain_check(mark),
         )
     if state == "done":
-        return MarkView("ok", "Resumed", detail or "the host accepted the resume")
+        return MarkView("ok", "Resumed", outcome_words(mark, "the host accepted the resume"))
     if state == "failed":
         if mark.get("outcome") == "not_sent":
             return MarkView("bad", "Not resumed", "settled by hand: the resume was not sent")
-        return MarkView("bad", "The resume failed", detail or "the host refused it")
+        return MarkView("bad", "The resume failed", outcome_words(mark, "the host refused it"))
     if state == "logged":
         return MarkView("info", "Logged only", "the log executor resumes nothing; see its log")
     if state == "expired":
-        return MarkView("bad", "Expired, not sent", detail or mark.get("clear_reason"))
+        return MarkView("bad", "Expired, not sent", outcome_words(mark, mark.get("clear_reason")))
     if state == "superseded":
-        return MarkView("info", "Overtaken", detail or "the run moved on before the resume")
+        return MarkView("info", "Overtaken", outcome_words(mark, "the run moved on"))
     if state == "cleared":
         reason = str(mark.get("clear_reason"))
         return MarkView("info", "Auto-resume is off", CLEAR_REASONS.get(reason, reason))
-    return MarkView("info", f"Mark {state}", detail)
+    return MarkView("info", f"Mark {state}", outcome_words(mark, None))
 
 
 def held_for_account(mark: JSON, resume_delay_s: int) -> str | None:
@@ -202,9 +276,10 @@ def uncertain_check(mark: JSON) -> str:
     )
 
 
-def action_for(session_state: str, mark: JSON) -> ActionView:
+def action_for(session_state: str, mark: JSON, *, blocked: bool = False) -> ActionView:
     """The one action that fits: turn off a live mark, settle an uncertain one, turn on where
-    the API would accept it, or say why it would not (only for a paused session)."""
+    the API would accept it, or, with no button, say why not (only for a paused session; for
+    one that waiting will not help, that there is nothing to wait for)."""
     state = mark.get("state")
     if state in ("armed", "claimed"):
         return ActionView("disarm", "Turn auto-resume off")
@@ -219,12 +294,16 @@ def action_for(session_state: str, mark: JSON) -> ActionView:
     if code == "native_auto_continue":  # the API's detail names a JSON field: not for a page
         reason = REFUSAL_WORDS[code]
         return ActionView("arm_despite_native", "Turn on anyway", code=code, reason=reason)
-    reason = refusal_words(code, offer.get("detail"))
     if session_state != "paused":
         return ActionView("none")
     if code == "attempt_already_resumed":  # the mark's outcome says what happened
         return ActionView("none", code=code, reason=REFUSAL_WORDS[code])
-    return ActionView("arm", "Turn auto-resume on", enabled=False, code=code, reason=reason)
+    if blocked:
+        return ActionView("none", code=code, reason=BLOCKED_REASON)
+    reason = refusal_words(code, offer.get("detail"))
+    return ActionView(
+        "none", code=code, reason=f"Auto-resume is not offered: {reason[:1].lower()}{reason[1:]}"
+    )
 
 
 def refusal_words(code: str | None, detail: str | None) -> str:
@@ -238,12 +317,19 @@ def refusal_words(code: str | None, detail: str | None) -> str:
 def card(summary: JSON, mark: JSON, *, resume_delay_s: int) -> Card:
     """A session's card from its summary (as `GET /api/agent/runs` lists it) and its mark."""
     failure = summary.get("failure")
+    banner = banner_view(failure)
+    shown = mark_view(mark, resume_delay_s=resume_delay_s)
+    if shown is not None and shown.headline == "Resumed" and summary["state"] == "paused":
+        # True now: the resume arrived, the new attempt is not reported yet.
+        shown = replace(shown, detail=f"{shown.detail}; {RESUMED_NOT_REPORTED}")
     return Card(
         root_id=str(summary["root_id"]),
         state=str(summary["state"]),
         provider=failure.get("provider") if failure else None,
-        banner=banner_view(failure),
-        mark=mark_view(mark, resume_delay_s=resume_delay_s),
-        action=action_for(str(summary["state"]), mark),
+        banner=banner,
+        mark=shown,
+        action=action_for(
+            str(summary["state"]), mark, blocked=banner is not None and banner.blocked
+        ),
         updated_at=summary.get("updated_at"),
     )

@@ -1,6 +1,10 @@
 """Screenshots of the web page for the README and docs/web.md, on the seeded sessions.
 
-    python tests/browser/make_screenshots.py    # writes docs/screenshots/*.png
+    python tests/browser/make_screenshots.py         # writes docs/screenshots/*.png
+    python tests/browser/make_screenshots.py DIR     # writes them to DIR instead
+
+tests/browser/test_web_browser.py runs it into a temporary folder, so a change that breaks it
+fails the suite; the committed pictures are the ones it wrote last.
 
 Uses Debian's chromium by path, as the browser tests do; no browser download.
 """
@@ -29,8 +33,10 @@ SHOTS = [
 ]
 
 
-def main() -> None:
-    OUT.mkdir(parents=True, exist_ok=True)
+def main(out: Path = OUT) -> list[Path]:
+    """Write every SHOTS picture to `out`; the paths written."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
     with (
         tempfile.TemporaryDirectory() as directory,
         seeded_site(Path(directory)) as api,
@@ -49,10 +55,12 @@ def main() -> None:
             page.wait_for_function(
                 "document.querySelector('[data-zone]').textContent.includes('browser')"
             )
-            page.screenshot(path=OUT / name, full_page=whole)
+            page.screenshot(path=out / name, full_page=whole)
             context.close()
-            print(OUT / name)
+            written.append(out / name)
+    return written
 
 
 if __name__ == "__main__":
-    main()
+    for path in main(Path(sys.argv[1]) if len(sys.argv) > 1 else OUT):
+        print(path)

@@ -28,6 +28,8 @@ CLAUDE_SCROLLBACK = (  # as Claude Code prints it on Linux (● bullets), indent
 CLAUDE_LATER = "You've hit your session limit · resets 6:40pm (Europe/Berlin)"
 #: 13:00Z, five minutes before it was seen: still that instant, so a mark is due at once.
 CLAUDE_PASSED = "You've hit your session limit · resets 2:00pm (Europe/Berlin)"
+#: 16:30Z, on another account: the picture of the next 24 hours has a second lane.
+CLAUDE_NIGHT = "You've hit your session limit · resets 5:30pm (Europe/Berlin)"
 CODEX_LATER = "■ You've hit your usage limit. Try again later."
 CODEX_CREDITS = "■ Your workspace is out of credits. Add credits to continue."
 CLAUDE_LOGIN = "Invalid API key · Please run /login"
@@ -46,7 +48,10 @@ SESSIONS: dict[str, tuple[str, str, str]] = {
     "native-continue": ("claude", CLAUDE_NATIVE, "the CLI continues by itself"),
     "flaky-host": ("claude", CLAUDE_PASSED, "a resume whose outcome is unknown"),
     "night-batch": ("claude", CLAUDE_PASSED, "resumed"),
+    "support-bot": ("claude", CLAUDE_NIGHT, "auto-resume armed, on the account team-b"),
 }
+#: The account each session reports (team-a unless named here).
+ACCOUNTS = {"support-bot": "team-b"}
 DELETED = "old-experiment"
 SECRET = "alice-secret-0123456789"
 ALICE = {"Authorization": f"Bearer {SECRET}"}
@@ -94,8 +99,9 @@ def seed(api: Api) -> None:
     """Every session in SESSIONS, and one deleted session (a tombstone)."""
     with api.client(ALICE) as http:
         for root_id, (provider, message, _) in SESSIONS.items():
-            report(http, root_id, provider, message)
+            report(http, root_id, provider, message, account_key=ACCOUNTS.get(root_id, "team-a"))
         arm(http, "docs-rewrite")
+        arm(http, "support-bot")
         send_and_lose(api, arm(http, "flaky-host")["id"], None)
         send_and_lose(api, arm(http, "night-batch")["id"], "done")
         report(http, DELETED, "gemini", "Usage limit reached for gemini-2.5-pro.")

@@ -200,8 +200,8 @@ def test_the_ready_answer_is_declared(tmp_path: Path) -> None:
     with serve_api(url) as api:
         with api.database.writer() as db, db.begin():
             mark_repo.record_heartbeat(
-                    db, "walk-sweeper", api.clock.now, host="test", pid=1, executor="command"
-                )
+                db, "walk-sweeper", api.clock.now, host="test", pid=1, executor="command"
+            )
         case = schema["/readyz"]["GET"].Case()
         response = case.call(base_url=api.url, headers=ALICE)
         assert response.status_code == 200, response.text

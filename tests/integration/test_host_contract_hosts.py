@@ -177,7 +177,8 @@ def test_request_replayed_under_another_key_or_path_is_refused(host: Host, repla
         "webhook-id only": lambda: captured.post(webhook_id="key-2"),
         "Idempotency-Key only": lambda: captured.post(Idempotency_Key="key-2"),
         "another run's URL": lambda: httpx.post(
-            captured.url.replace("/root-1/", "/root-2/"), content=captured.raw,
+            captured.url.replace("/root-1/", "/root-2/"),
+            content=captured.raw,
             headers=captured.headers,
         ),
     }[replay]()

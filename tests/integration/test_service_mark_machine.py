@@ -128,9 +128,7 @@ def build_machine(database: Database, reached: Counter[str]) -> type[RuleBasedSt
 
         def ctx(self) -> Context:
             self.now += timedelta(minutes=1)
-            return Context(
-                now=self.now, actor="machine", resume_delay_s=30, display_zone=UTC
-            )
+            return Context(now=self.now, actor="machine", resume_delay_s=30, display_zone=UTC)
 
         def call(self, fn: Any, *args: Any, **kwargs: Any) -> str | None:
             try:

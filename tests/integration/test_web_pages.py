@@ -3,11 +3,13 @@ the tombstone page, and clear error pages (never a 500) for unknown ids and bad 
 
 from __future__ import annotations
 
-import re
-
 import httpx
 import pytest
-from conftest import NOT_STATED, QUOTA, Api, failure, runs_url
+from conftest import LOGIN, NOT_STATED, PASSED, QUOTA, Api, failure, runs_url
+
+from rewake.marks import sweep as sweeper
+
+CREDITS = "■ Your workspace is out of credits. Add credits to continue."
 
 HTML = {"Accept": "text/html"}
 
@@ -30,18 +32,88 @@ def test_list_page_shows_a_session_with_its_banner_and_action(
     assert 'data-now="2026-11-30T13:06:00Z"' in page.text
 
 
-def test_a_refused_offer_is_a_disabled_button_with_the_reason(
-    http: httpx.Client, root_id: str
-) -> None:
-    """Where the API would answer 409, the button is disabled and the reason is in words."""
+def test_a_refused_offer_has_no_button_and_says_why(http: httpx.Client, root_id: str) -> None:
+    """Where the API would answer 409, no turn-on button is drawn; the reason is in words."""
     http.post(runs_url(root_id), json=failure(message=NOT_STATED, account_key=root_id))
     card = _card(http.get("/", params={"account_key": root_id}, headers=HTML).text, root_id)
-    assert "disabled" in re.search(r"<button[^>]*>Turn auto-resume on", card).group(0)  # type: ignore[union-attr]
+    assert "<button" not in card and "disabled" not in card
     assert 'data-code="reset_not_stated"' in card
     assert (
-        "The limit message states no reset time, so rewake cannot tell when to resume. "
-        "rewake says: the reset time was not stated"
+        "Auto-resume is not offered: the limit message states no reset time, so rewake cannot "
+        "tell when to resume. rewake says: the reset time was not stated"
     ) in card
+
+
+@pytest.mark.parametrize(
+    ("provider", "message", "step"),
+    [
+        ("codex", CREDITS, "add credits to the codex account, then resume the session."),
+        ("claude", LOGIN, "run <code>/login</code> in the session, then resume it."),
+    ],
+)
+def test_a_card_waiting_will_not_help_looks_different_and_names_the_next_step(
+    http: httpx.Client, root_id: str, provider: str, message: str, step: str
+) -> None:
+    """Credits and sign-in cards are marked blocked, say the next step, and draw no button."""
+    http.post(runs_url(root_id), json=failure(message=message, provider=provider))
+    page = http.get(f"/sessions/{root_id}", headers=HTML).text
+    assert f'class="card state-paused blocked" data-root-id="{root_id}"' in page
+    card = _card(page, root_id)
+    assert '<span class="chip chip-blocked">waiting will not help</span>' in card
+    assert f"<strong>Next step:</strong> {step}" in card
+    assert "<button" not in card
+    assert "Auto-resume is not offered: no reset will end this pause" in card
+
+
+def send(api: Api, http: httpx.Client, root_id: str, *outcome: str) -> None:
+    """Arm the (due) mark and, as a sweeper would, send it and record `outcome` (state, code,
+    detail)."""
+    answer = http.put(f"/api/agent/runs/{root_id}/auto-resume", json={"enabled": True})
+    mark_id = answer.json()["id"]
+    with api.database.writer() as db, db.begin():
+        (claimed,) = sweeper.claim_due_marks(db, api.clock.now, 1, "s1", 60, only_ids=[mark_id])
+    assert claimed.attempt_key is not None
+    key = claimed.attempt_key
+    with api.database.durable_writer() as db, db.begin():
+        assert sweeper.mark_sending(db, [(mark_id, key)], api.clock.now, 60) != []
+    with api.database.writer() as db, db.begin():
+        sent = sweeper.SendResult(mark_id, key, *outcome)
+        assert sweeper.record_outcomes(db, [sent], api.clock.now) != []
+
+
+def test_a_failed_resume_says_why_in_words(api: Api, http: httpx.Client, root_id: str) -> None:
+    """A resume command that exited 1 reads as words; "pid … exited 1" is the technical line."""
+    http.post(runs_url(root_id), json=failure(message=PASSED))
+    send(api, http, root_id, "failed", "exit_1", "pid 29954 exited 1")
+    card = _card(http.get(f"/sessions/{root_id}", headers=HTML).text, root_id)
+    assert (
+        'The resume failed</strong><span class="mark-detail"> · the resume command failed' in card
+    )
+    assert '<p class="technical mark-technical">outcome exit_1: pid 29954 exited 1</p>' in card
+
+
+def test_a_resumed_session_still_paused_says_what_is_true_now(
+    api: Api, http: httpx.Client, root_id: str
+) -> None:
+    """A reset behind now reads in the past tense; a resume the host accepted says the session
+    shows running once its host reports the new attempt; the timeline is oldest first."""
+    http.post(runs_url(root_id), json=failure(message=PASSED))
+    send(api, http, root_id, "done", "done", "ok")
+    page = http.get(f"/sessions/{root_id}", headers=HTML).text
+    card = _card(page, root_id)
+    assert "· the limit reset at <time" in card and "already passed" not in card
+    assert "the host accepted the resume; it shows as running once its host reports" in card
+    timeline = page[page.index('<ol class="timeline">') :]
+    order = [
+        timeline.index(words)
+        for words in (
+            "failure reported",
+            "auto-resume turned on",
+            "resume being sent",
+            "resume arrived",
+        )
+    ]
+    assert order == sorted(order)
 
 
 def test_an_armed_mark_offers_turning_it_off_with_its_warnings(
@@ -172,3 +244,18 @@ def test_session_page_shows_what_the_cli_reported_when_its_text_says_nothing(
     http.post(runs_url(root_id, "r2"), json=failure(message="Error: boom", cli_text=reported))
     page = http.get(f"/sessions/{root_id}", headers=HTML).text
     assert page.count("What the CLI reported") == 1 and "Error: boom" in page
+
+
+def test_the_list_draws_the_next_24_hours_per_account(http: httpx.Client, root_id: str) -> None:
+    """The list page has one SVG of the next 24 hours, with a title, a description and the
+    same events as a list; an account key is escaped everywhere it shows."""
+    account = f"<b>{root_id}</b>"
+    http.post(runs_url(root_id), json=failure(account_key=account))
+    http.put(f"/api/agent/runs/{root_id}/auto-resume", json={"enabled": True})
+    page = http.get("/", params={"account_key": account}, headers=HTML).text
+    assert page.count("<svg") == 1 and 'role="img" aria-labelledby="fleet-title fleet-desc"' in page
+    assert f"{root_id}: limit resets 17:40 CET" in page
+    assert f"{root_id}: auto-resume 17:41 CET" in page
+    assert '<path class="marker"' in page and '<circle class="marker"' in page
+    assert "<b>" not in page and f"&lt;b&gt;{root_id}&lt;/b&gt;" in page
+    assert '<time datetime="2026-11-30T16:41:30Z" data-local>17:41 CET</time> · auto-resume' in page

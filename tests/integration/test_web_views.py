@@ -3,11 +3,12 @@ functions, tested without a server."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from rewake.web import detail, views
+from rewake.web import detail, fleet, views
 
 
 def mark(**fields: Any) -> dict[str, Any]:
@@ -71,26 +72,42 @@ def test_a_marks_warnings_show_whatever_its_state(state: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("state", "the_mark", "kind", "enabled"),
+    ("state", "the_mark", "kind"),
     [
-        ("paused", mark(state="armed"), "disarm", True),
-        ("paused", mark(state="claimed"), "disarm", True),
-        ("paused", mark(state="sending"), "none", True),
-        ("paused", mark(state="uncertain"), "resolve", True),
-        ("paused", mark(state="cleared", offer={"available": True}), "arm", True),
-        ("paused", mark(offer={"available": False, "code": "reset_not_stated"}), "arm", False),
-        ("paused", mark(offer={"code": "native_auto_continue"}), "arm_despite_native", True),
-        ("paused", mark(state="done", offer={"code": "attempt_already_resumed"}), "none", True),
-        ("running", mark(offer={"code": "not_paused_on_provider_limit"}), "none", True),
+        ("paused", mark(state="armed"), "disarm"),
+        ("paused", mark(state="claimed"), "disarm"),
+        ("paused", mark(state="sending"), "none"),
+        ("paused", mark(state="uncertain"), "resolve"),
+        ("paused", mark(state="cleared", offer={"available": True}), "arm"),
+        ("paused", mark(offer={"available": False, "code": "reset_not_stated"}), "none"),
+        ("paused", mark(offer={"code": "native_auto_continue"}), "arm_despite_native"),
+        ("paused", mark(state="done", offer={"code": "attempt_already_resumed"}), "none"),
+        ("running", mark(offer={"code": "not_paused_on_provider_limit"}), "none"),
     ],
 )
 def test_each_state_offers_the_one_action_that_fits(
-    state: str, the_mark: dict[str, Any], kind: str, enabled: bool
+    state: str, the_mark: dict[str, Any], kind: str
 ) -> None:
-    """Off for a live mark, settle for an uncertain one, on where the API accepts it, else the
-    reason (a disabled button only where the session is paused)."""
-    action = views.action_for(state, the_mark)
-    assert (action.kind, action.enabled) == (kind, enabled)
+    """Off for a live mark, settle for an uncertain one, on where the API accepts it, else no
+    button at all (never a disabled one)."""
+    assert views.action_for(state, the_mark).kind == kind
+
+
+def test_a_refused_offer_says_why_without_a_button() -> None:
+    """A paused session the API would refuse gets the refusal in words, and no button."""
+    action = views.action_for(
+        "paused",
+        mark(offer={"code": "reset_not_stated", "detail": "the reset time was not stated"}),
+    )
+    assert (action.kind, action.code) == ("none", "reset_not_stated")
+    assert action.reason is not None
+    assert action.reason.startswith("Auto-resume is not offered: the limit message states no")
+
+
+def test_a_session_waiting_will_not_help_says_there_is_nothing_to_wait_for() -> None:
+    """For a blocked session (credits, sign-in), the reason is that no reset ends the pause."""
+    action = views.action_for("paused", mark(offer={"code": "reset_not_stated"}), blocked=True)
+    assert (action.kind, action.reason) == ("none", views.BLOCKED_REASON)
 
 
 def test_banner_words_for_sign_in_and_for_no_reset() -> None:
@@ -106,5 +123,115 @@ def test_banner_words_for_sign_in_and_for_no_reset() -> None:
             "business": "Paused · provider limit", "detail": "waiting will not help",
             "technical": "provider_quota: verdict provider_quota from codex; refusal no_reset: x"}}
     )  # fmt: skip
-    assert credits is not None
-    assert credits.detail == "waiting will not help: add credits or raise the limit"
+    assert credits is not None and credits.detail == "waiting will not help"
+    assert credits.blocked and login.blocked
+
+
+@pytest.mark.parametrize(
+    ("kind", "technical", "command", "step"),
+    [
+        ("login_required", "login_required: verdict login_required from claude", "/login",
+         ("run ", "/login", " in the session, then resume it")),
+        ("provider_quota", "provider_quota: verdict provider_quota from codex; scope credits; "
+         "refusal no_reset: out of credits",  None,
+         ("add credits to the codex account, then resume the session", "", "")),
+        ("provider_quota", "provider_quota: verdict provider_quota from claude; scope spend_cap; "
+         "refusal no_reset: a cap", None,
+         ("raise the spend cap of the claude account, then resume the session", "", "")),
+        ("provider_quota", "provider_quota: verdict provider_quota from codex; refusal "
+         "not_stated: later", None, None),
+    ],
+)  # fmt: skip
+def test_waiting_will_not_help_names_the_next_step(
+    kind: str, technical: str, command: str | None, step: tuple[str, str, str] | None
+) -> None:
+    """Sign-in, credits and spend caps get the next step in words; a reset not stated none."""
+    provider = "claude" if "claude" in technical else "codex"
+    detail = f"run `{command}`" if command else "waiting will not help"
+    shown = views.banner_view(
+        {"failure_kind": kind, "reset_at": None, "provider": provider,
+         "banner": {"business": "Paused", "detail": detail, "technical": technical}}
+    )  # fmt: skip
+    assert shown is not None and shown.next_step == step and shown.blocked == (step is not None)
+
+
+@pytest.mark.parametrize(
+    ("outcome", "said", "words"),
+    [
+        ("conversation_missing", "no conversation to continue",
+         "the conversation was gone: the CLI found nothing to continue"),
+        ("run_alive", '{"code": "run_alive"}',
+         "the host refused: another run of this session is alive"),
+        ("exit_1", "pid 29954 exited 1", "the resume command failed (exit status 1)"),
+        ("http_500", "boom", "the host answered HTTP 500 instead of accepting the resume"),
+        ("question_limit", '{"code": "question_limit"}', "the host refused: question limit"),
+    ],
+)  # fmt: skip
+def test_a_failed_resume_says_why_in_words_with_the_detail_beside(
+    outcome: str, said: str, words: str
+) -> None:
+    """The outcome code becomes words; "pid 29954 exited 1" is only the technical part."""
+    shown = views.mark_view(
+        mark(state="failed", outcome=outcome, outcome_detail=said), resume_delay_s=30
+    )
+    assert shown is not None and (shown.headline, shown.detail) == ("The resume failed", words)
+    assert shown.technical == f"outcome {outcome}: {said}"
+
+
+def test_an_expiry_for_an_unseen_host_says_so() -> None:
+    """An expired mark whose host was not seen says that, not the code host_unseen."""
+    shown = views.mark_view(
+        mark(state="expired", outcome="expired", outcome_detail="host_unseen"), resume_delay_s=30
+    )
+    assert shown is not None
+    assert shown.detail == "its host was not seen for too long, so it was not sent"
+
+
+def test_the_timeline_keeps_the_apis_oldest_first_order() -> None:
+    """The session page lists the timeline oldest first, as the API and `rewake show` do."""
+    entries = [
+        {"at": "2026-11-30T13:00:00Z", "event": "failure_reported"},
+        {"at": "2026-11-30T13:01:00Z", "event": "mark_armed"},
+    ]
+    assert [entry.event for entry in detail.timeline(entries)] == [
+        "failure_reported", "mark_armed"
+    ]  # fmt: skip
+
+
+def _session(root_id: str, reset: str | None, account: str | None = "team-a") -> dict[str, Any]:
+    failure = {"reset_at": reset, "account_key": account, "provider": "codex"}
+    return {"root_id": root_id, "state": "paused", "failure": failure}
+
+
+def test_the_picture_places_resets_and_resumes_per_account_within_24_hours() -> None:
+    """Resets and live marks' due times sit on one 24 h axis from now, one lane per account
+    (the provider when none); what lies beyond is counted, what is past is left out."""
+    now = datetime(2026, 11, 30, 13, 0, tzinfo=UTC)
+    shown = fleet.fleet(
+        [
+            (_session("a", "2026-11-30T19:00:00Z"),
+             mark(state="armed", due_at="2026-11-30T19:01:30Z")),
+            (_session("b", "2026-11-30T12:00:00Z", None), mark(state="cleared")),
+            (_session("c", "2026-12-02T13:00:00Z", "team-b"), mark()),
+            (_session("d", "2026-12-01T01:00:00Z", None), mark()),
+        ],
+        now,
+    )  # fmt: skip
+    assert [lane.account for lane in shown.lanes] == ["codex", "team-a"]
+    team_a = shown.lanes[1].events
+    assert [(e.kind, e.root_id, e.labelled) for e in team_a] == [
+        ("reset", "a", True), ("resume", "a", False)
+    ]  # fmt: skip
+    assert team_a[0].x == fleet.LABEL_W + fleet.AXIS_W / 4
+    assert shown.lanes[0].events[0].x == fleet.LABEL_W + fleet.AXIS_W / 2
+    assert shown.later == 1 and len(shown.ticks) == 8
+
+
+def test_an_overdue_resume_sits_at_now() -> None:
+    """A live mark already due is drawn at now and says it is due now."""
+    now = datetime(2026, 11, 30, 13, 0, tzinfo=UTC)
+    shown = fleet.fleet(
+        [(_session("x", None), mark(state="claimed", due_at="2026-11-30T12:59:00Z"))], now
+    )
+    (event,) = shown.lanes[0].events
+    assert (event.x, event.overdue, event.words) == (fleet.LABEL_W, True, "resume overdue, due now")

@@ -135,8 +135,6 @@ def failure_key(tail: TranscriptTail) -> str | None:
     return f"uuid:{tail.last_key}" if tail.last_key else None
 
 
-
-
 def run_hook(
     raw: str,
     *,
@@ -225,7 +223,7 @@ def _report(
     if continues_by_itself(answer.get("verdict") or {}, now):
         result.say(
             "auto-resume not armed: Claude Code continues this session by itself at the reset "
-            f"(\"Continuing automatically\"); to arm anyway: rewake auto-resume {root_id} on"
+            f'("Continuing automatically"); to arm anyway: rewake auto-resume {root_id} on'
         )
         return
     if not auto_resume:
@@ -271,10 +269,6 @@ def failure_attempt(session: JSON | None, old: records.RunRecord | None) -> int:
         if status == "started" and old.extra.get(CONTINUED) == number:
             return number
     return next_attempt(session)
-
-
-
-
 
 
 def _banner_words(answer: JSON) -> str:

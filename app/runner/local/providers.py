@@ -458,8 +458,8 @@ class Gemini(Provider):
         if exit_code == 41 or "Invalid auth method selected" in text:
             return (
                 "Gemini CLI's sign-in setting is wrong (exit 41, \"Invalid auth method "
-                "selected\"): set security.auth.selectedType in ~/.gemini/settings.json to the "
-                "method you use (e.g. \"gemini-api-key\" with GEMINI_API_KEY)"
+                'selected"): set security.auth.selectedType in ~/.gemini/settings.json to the '
+                'method you use (e.g. "gemini-api-key" with GEMINI_API_KEY)'
             )
         return None
 

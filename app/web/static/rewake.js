@@ -16,6 +16,7 @@
   const dated = new Intl.DateTimeFormat(undefined, {
     weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", timeZoneName: "short",
   });
+  const hour = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
   const full = new Intl.DateTimeFormat(undefined, { dateStyle: "full", timeStyle: "long" });
 
   function localize() {
@@ -25,6 +26,13 @@
       if (Number.isNaN(at.getTime())) continue;
       el.textContent = (dayKey.format(at) === today ? clock : dated).format(at);
       el.title = full.format(at) + " (" + el.getAttribute("datetime") + ")";
+    }
+    // The picture's axis and its markers' titles (SVG text, which holds no <time>).
+    for (const el of document.querySelectorAll("svg [data-at]")) {
+      const at = new Date(el.dataset.at);
+      if (Number.isNaN(at.getTime())) continue;
+      const shown = (el.dataset.form === "hour" ? hour : dayKey.format(at) === today ? clock : dated).format(at);
+      el.textContent = (el.dataset.prefix || "") + shown;
     }
     const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
     for (const el of document.querySelectorAll("[data-zone]")) el.textContent = zone + " (your browser's zone)";
