@@ -338,3 +338,13 @@ def _one_run(failure: dict[str, Any]) -> dict[str, Any]:
     [run] = SESSION["runs"]
     [attempt] = run["attempts"]
     return run | {"attempts": [attempt | {"failure": failure}]}
+
+
+def test_an_ended_mark_says_how_it_ended_in_words_before_the_detail() -> None:
+    """`rewake show` of a failed resume: the outcome in words, then the far side's detail."""
+    mark = {"state": "failed", "outcome": "exit_1", "outcome_detail": "pid 29954 exited 1"}
+    [line, *_] = views.mark_lines(mark, ROOT, NOW, BERLIN)
+    assert line == (
+        "Auto-resume failed (exit_1): the resume command failed (exit status 1); "
+        "pid 29954 exited 1"
+    )

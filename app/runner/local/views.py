@@ -24,6 +24,7 @@ from rich.text import Text
 from rewake.instants import instant
 from rewake.printable import printable
 from rewake.reports.banners import banner_for, describe_wait, format_local
+from rewake.reports.outcome_words import outcome_reason
 from rewake.reports.refusal_words import REFUSAL_REASONS
 from rewake.reports.session_json import current_failure, shown_text
 
@@ -220,7 +221,12 @@ def mark_lines(mark: JSON | None, root_id: str, now: datetime, zone: tzinfo | No
 
 
 def _ended(mark: JSON, now: datetime, zone: tzinfo | None) -> str:
+    """How the mark ended: its outcome in words first, then when it was sent and what the far
+    side said (the technical part)."""
     parts = []
+    outcome = mark.get("outcome")
+    if outcome != mark.get("state") and (words := outcome_reason(outcome)) is not None:
+        parts.append(words)
     if mark.get("sent_at"):
         parts.append(f"sent at {at(mark['sent_at'], now, zone)}")
     if mark.get("outcome_detail"):
