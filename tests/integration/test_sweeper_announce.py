@@ -4,11 +4,14 @@ the signed notify webhook; a failing endpoint leaves the sweep and its outcomes 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+import pytest
 from announce_support import listening
 from prometheus_client import CollectorRegistry
-from sweeper_support import arm, marks_by_root
+from sweeper_support import arm, fresh_database_url, marks_by_root
 
 from rewake.db.engine import Database
 from rewake.executors.base import Delivery, Outcome
@@ -29,6 +32,17 @@ class Scripted(LogExecutor):
         if delivery.root_id.endswith("-bad"):
             return Outcome("failed", "http_500", "the host answered 500")
         raise RuntimeError("lost")  # the dispatcher records it uncertain
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
+    """A database of its own: the sweeper fires whatever is due, other tests' marks included."""
+    with fresh_database_url(request.param, tmp_path) as url:
+        opened = Database(url)
+        try:
+            yield opened
+        finally:
+            opened.dispose()
 
 
 def fire_due(database: Database, announcer: Announcer, roots: list[str]) -> None:

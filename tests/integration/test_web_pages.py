@@ -121,11 +121,12 @@ def test_an_armed_mark_offers_turning_it_off_with_its_warnings(
 ) -> None:
     """An armed session counts down to due_at, shows the mark's warnings, offers "off"."""
     http.post(runs_url(root_id), json=failure())
-    http.put(f"/api/agent/runs/{root_id}/auto-resume", json={"enabled": True})
+    mark = http.put(f"/api/agent/runs/{root_id}/auto-resume", json={"enabled": True}).json()
     card = _card(http.get(f"/sessions/{root_id}", headers=HTML).text, root_id)
     assert "Auto-resume is on" in card
     assert 'data-until="2026-11-30T16:41:30Z" data-past="due now"' in card
-    assert "no sweeper seen in the last 90 s" in card
+    # Which warnings depend on the sweepers other tests left seen in the shared database.
+    assert mark["warnings"] and all(warning in card for warning in mark["warnings"])
     assert 'data-action="disarm"' in card
 
 
