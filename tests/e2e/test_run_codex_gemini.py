@@ -114,6 +114,20 @@ def test_gemini_limit_on_the_first_request_offers_only_a_fresh_start(run_env: Ru
     assert run_env.session("g3")["mark"]["state"] is None
 
 
+def test_auto_resume_on_for_a_gemini_session_with_nothing_saved_arms_nothing(
+    run_env: RunEnv,
+) -> None:
+    """`rewake auto-resume NAME on` for a Gemini session whose first request hit the limit
+    arms nothing (exit 3) and names the fresh start, before any sweeper question."""
+    run_env.scenario({"do": "limit"})
+    run_env.rewake("run", "--name", "g7", "--", "gemini", "-p", "fix the tests")
+    refused = run_env.rewake("auto-resume", "g7", "on", "--anyway")
+    assert refused.returncode == 3, refused.stdout + refused.stderr
+    assert "not armed: gemini saved no conversation for g7" in refused.stderr
+    assert "rewake auto-resume g7 on --fresh-if-missing" in refused.stderr
+    assert run_env.session("g7")["mark"]["state"] is None
+
+
 def test_gemini_auto_resume_without_a_saved_conversation_is_not_armed(run_env: RunEnv) -> None:
     """`--auto-resume` on a Gemini limit that saved no conversation arms nothing (the resume
     could only fail with "No previous sessions found"), says why, and prints the command that
