@@ -384,7 +384,7 @@ class Runner:
         for warning in mark.get("warnings") or []:
             self._say(f"  note: {warning}")
         if self.options.wait:
-            for line in resume_path(self.store, self.options.clock()):
+            for line in resume_path(self.store):
                 self._say(f"  {line}")
         return mark
 

@@ -134,7 +134,7 @@ class Countdown:
                 pass
 
 
-def fires_itself(store: Store, now: datetime) -> bool:
+def fires_itself(store: Store) -> bool:
     """Whether this process fires the mark (else a sweeper or the service does): on the local
     database, unless a sweeper seen there lately resumes marks (its heartbeat says which
     executor it runs; this process's own REWAKE_EXECUTOR says nothing about it)."""
@@ -143,7 +143,7 @@ def fires_itself(store: Store, now: datetime) -> bool:
     return store.what_sweepers_will_do() != "resume"
 
 
-def resume_path(store: Store, now: datetime) -> list[str]:
+def resume_path(store: Store) -> list[str]:
     """Who will run the resume, in words, for the terminal."""
     if not isinstance(store, LocalStore):
         return ["the service's sweeper fires the resume; rewake run watches the mark"]
@@ -270,7 +270,7 @@ def _watch(
             if state in SETTLED:
                 return Settled(mark)
             due = parse_instant(str(mark["due_at"]))
-            if state == "armed" and now >= due and fires_itself(store, now):
+            if state == "armed" and now >= due and fires_itself(store):
                 assert isinstance(store, LocalStore)
                 # Lock first, then claim: a manual resume holding the lock means the mark is
                 # being cleared, and a claim taken then could not be run here.
