@@ -220,7 +220,8 @@ def run_auto_resume(args: argparse.Namespace) -> int:
         return bad
 
     def work(store: Store) -> int:
-        if enabled and not args.fresh_if_missing and (empty := _nothing_saved(args.name)):
+        record = records.load(args.name) if enabled and not args.fresh_if_missing else None
+        if record is not None and (empty := records.nothing_saved(record)) is not None:
             # The resume would fail at the reset ("No previous sessions found"): say so now.
             print(printable(f"rewake auto-resume: not armed: {empty}."), file=sys.stderr)
             print(f"Arm the fresh start instead: rewake auto-resume {args.name} on "
@@ -277,19 +278,6 @@ def _invalid_name(command: str, name: str) -> int | None:
         print(printable(f"rewake {command}: {error.code}: {error.detail}"), file=sys.stderr)
         return Exit.USAGE
     return None
-
-
-def _nothing_saved(root_id: str) -> str | None:
-    """Why a resume of the session would find nothing (its CLI saved no conversation: a Gemini
-    session whose first request hit the limit), from this machine's run record; None when
-    there is something to resume, or no record says otherwise."""
-    record = records.load(root_id)
-    if record is None or record.conversation_saved is not False:
-        return None
-    return (
-        f"{record.provider} saved no conversation for {root_id}: the model never answered in "
-        "it (its first request failed), so a resume would find nothing to continue"
-    )
 
 
 def _set_fresh_if_missing(root_id: str, enabled: bool) -> str | None:

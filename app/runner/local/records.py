@@ -78,6 +78,19 @@ class RunRecord:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def nothing_saved(record: RunRecord) -> str | None:
+    """Why the record's conversation cannot be resumed, in words: its CLI saves one only once
+    the model answered, and no attempt got an answer (a Gemini session whose first request
+    hit the limit; `--resume` would fail with "No previous sessions found"). None when there
+    is something to resume, or nothing says otherwise."""
+    if record.conversation_saved is not False:
+        return None
+    return (
+        f"{record.provider} saved no conversation for {record.root_id}: the model never "
+        "answered in it (its first request failed), so there is nothing to resume"
+    )
+
+
 def record_path(root_id: str, env: Mapping[str, str] | None = None) -> Path:
     return state_dir(env) / "runs" / f"{_safe_name(root_id)}.json"
 

@@ -125,10 +125,7 @@ class Runner:
         return self.record.conversation_saved is False
 
     def _nothing_saved_words(self) -> str:
-        return (
-            f"{self.provider.name} saved no conversation for {self.record.root_id}: the model "
-            "never answered in it (its first request failed), so there is nothing to resume"
-        )
+        return records.nothing_saved(self.record) or ""
 
     def fresh_argv(self) -> list[str]:
         session_id = None if self.provider.name != "claude" else str(uuid.uuid4())
