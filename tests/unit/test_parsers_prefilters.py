@@ -239,6 +239,45 @@ def test_case_blind_gates_find_their_needles_in_any_case() -> None:
     assert [match.group() for match in gated.finditer(text)] == ["HIT your SpEnD\n   limit"]
 
 
+def test_case_kin_lists_every_other_character_a_case_blind_letter_matches() -> None:
+    """The table of characters a case-blind regex takes for an ASCII letter besides its two
+    cases is complete, checked against every code point, and holds none from Latin-1."""
+    any_letter = re.compile("|".join("abcdefghijklmnopqrstuvwxyz"), re.IGNORECASE)
+    found: dict[str, str] = {}
+    for code in range(0x80, 0x110000):
+        char = chr(code)
+        if any_letter.fullmatch(char):
+            for letter in "abcdefghijklmnopqrstuvwxyz":
+                if re.fullmatch(letter, char, re.IGNORECASE):
+                    found[letter] = found.get(letter, "") + char
+    assert found == grammar._CASE_KIN_OF_LETTER
+    assert all(ord(char) > 0xFF for kin in found.values() for char in kin)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SpEnD and spend and SPEND; sPeNd",
+        "caf\u00e9 \u00c9t\u00e9 spend \U0001f590 Spend \u2500\u2500 SPEND \u00ff",
+        "\u017fpend: the long s is an s to the regex",
+        "\u0130NSUFFICIENT and \u0131nsufficient, spend",
+        "INSUFFICIENT insufficient \u00edNSUFFICIENT",
+        "no needle here at all \u4e2d\u6587",
+    ],
+)
+def test_case_blind_needles_are_found_where_the_case_blind_regex_finds_them(text: str) -> None:
+    """A case-blind pattern's needles are found at least everywhere its case-blind regex
+    finds them, in ASCII, Latin-1 and wider text, and with the non-ASCII letters a
+    case-blind regex takes for ASCII ones (the long s, the dotted and dotless i)."""
+    for needles in (("spend", "Spend", "SPEND"), ("nsufficient", "NSUFFICIENT")):
+        gated = Gated("|".join(needles), needles, re.IGNORECASE)
+        long_text = text + " " * 5_000 + text
+        spans = set(gated._needle_spans(long_text))
+        regex = re.compile("|".join(map(re.escape, needles)), re.IGNORECASE)
+        assert {match.span() for match in regex.finditer(long_text)} <= spans
+        assert all(regex.fullmatch(long_text, *span) for span in spans)
+
+
 def _reach(items: Any) -> float:
     """How many characters other than white space a parsed regex may read from where it
     starts, inf when unbounded. White space it matches is not counted; the one character after
