@@ -98,8 +98,9 @@ def parse(
     found = _scan(source, ctx, provider)
     # Counting the marks is three passes over the text: done at most once, and only when needed.
     detected: Provider | Literal[False] | None = False
-    if provider is None and len(found) > 1 and len({finding.provider for finding in found}) > 1:
-        # Where two CLIs' scanners read the same words, the CLI the text names wins.
+    if provider is None and _read_alike(found):
+        # Where two CLIs' scanners read the same words, the CLI the text names wins: its
+        # finding goes last among those, and rule 8 keeps the order of findings at one place.
         detected = _detect(source.norm)
         found.sort(key=lambda finding: finding.provider == detected)
     decision = decide(found)
@@ -227,6 +228,17 @@ def _evidence(source: Text, finding: Finding, episode_start: int | None) -> Evid
         line_end = source.line_end_within(finding.end, _EVIDENCE_REACH)
         start, end = source.original_span(line_start, max(line_end, finding.end))
     return Evidence(text=source.original[start:end], start=start, end=end)
+
+
+def _read_alike(found: list[Finding]) -> bool:
+    """Whether scanners of two CLIs read the same words: findings with one start and end but
+    different providers. Only their order depends on which CLI the text names."""
+    providers_at: dict[tuple[int, int], Provider | None] = {}
+    for finding in found:
+        place = (finding.start, finding.end)
+        if providers_at.setdefault(place, finding.provider) != finding.provider:
+            return True
+    return False
 
 
 def _detect(norm: str) -> Provider | None:

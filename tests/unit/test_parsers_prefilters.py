@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from rewake.parsers import claude, grammar, timeres
+from rewake.parsers import claude, grammar, parse, timeres
 from rewake.parsers.grammar import NEEDLE_REACH, Gated, all_needles
 from rewake.parsers.text import _FOLD, fold, normalize
 
@@ -276,6 +276,47 @@ def test_case_blind_needles_are_found_where_the_case_blind_regex_finds_them(text
         regex = re.compile("|".join(map(re.escape, needles)), re.IGNORECASE)
         assert {match.span() for match in regex.finditer(long_text)} <= spans
         assert all(regex.fullmatch(long_text, *span) for span in spans)
+
+
+def test_naming_the_cli_only_where_two_read_alike_changes_no_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Counting which CLI a text names only when two CLIs' scanners read the same words gives
+    the verdicts that counting it whenever findings of two CLIs occur gives, on every corpus
+    text and on scrollbacks that join messages of all three CLIs."""
+    from rewake.parsers import pipeline
+
+    rng = random.Random(8)
+    texts = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
+    texts += ["\n".join(rng.sample(texts, rng.randint(2, 8))) for _ in range(300)]
+    # A JSON line that names no CLI is read by every CLI's scanner, at the line's place.
+    json_lines = [
+        '{"error":{"message":"Too many requests. Please retry in 30s"}}',
+        '{"type":"error","message":"Too many requests. Please retry in 30s"}',
+    ]
+    texts += [
+        f"{naming}\n{line}"
+        for naming in ("Claude Code v2.1", "Gemini CLI v0.9", "OpenAI Codex v0.50", "")
+        for line in json_lines
+    ]
+    observed = datetime(2026, 7, 25, 12, 0, tzinfo=UTC)
+
+    def verdicts() -> list[Any]:
+        return [parse(text, observed_at=observed, zone="Europe/Berlin") for text in texts]
+
+    lazy = verdicts()
+    read_alike = pipeline._read_alike
+    seen: set[tuple[bool, bool]] = set()
+
+    def whenever_two_clis(found: list[Any]) -> bool:
+        two_clis = len({finding.provider for finding in found}) > 1
+        seen.add((two_clis, read_alike(found)))
+        return two_clis
+
+    monkeypatch.setattr(pipeline, "_read_alike", whenever_two_clis)
+    assert verdicts() == lazy
+    # Both ways were taken: texts with two CLIs' findings that were and were not read alike.
+    assert {(True, True), (True, False)} <= seen
 
 
 def _reach(items: Any) -> float:
