@@ -4,11 +4,13 @@ its migration scripts, and refuse to serve when they are missing."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sqlite3
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import zipfile
 from collections.abc import Iterator
 from importlib import metadata
@@ -24,7 +26,11 @@ from rewake.db import migrations
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What a wheel is built from; everything else in the checkout stays out of the copy.
-SOURCES = ("pyproject.toml", "README.md", "LICENSE", "alembic.ini", "alembic", "app", "parsers")
+SOURCES = (
+    "pyproject.toml", "MANIFEST.in", "README.md", "LICENSE", "CHANGELOG.md", "CONTRIBUTING.md",
+    "SECURITY.md", "Dockerfile", "compose.yaml", "alembic.ini", "alembic", "app", "parsers",
+    "docs",
+)  # fmt: skip
 TABLES = {"sessions", "runs", "attempts", "failures", "marks", "tombstones", "timeline"}
 
 pytestmark = pytest.mark.slow
@@ -169,3 +175,31 @@ def test_the_distributions_carry_the_license_and_pass_twine_check(tmp_path: Path
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
     assert "License-Expression: MIT" in meta and "Classifier: Typing :: Typed" in meta
     assert "Provides-Extra: postgres" in meta
+    # The documentation the package page names comes with the source distribution.
+    with tarfile.open(sdist) as archive:
+        carried = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    named = {"README.md", "CHANGELOG.md", "SECURITY.md", "docs/deployment.md",
+             "docs/host-contract.md", "docs/operations.md", "docs/parsing.md",
+             "docs/providers.md", "docs/k8s/deployment.yaml", "Dockerfile"}  # fmt: skip
+    assert named <= carried
+
+
+def test_the_package_page_installs_from_the_index_and_links_nowhere_relative(
+    tmp_path: Path,
+) -> None:
+    """The wheel's description, the page a package index shows, installs with `pip install
+    rewake` rather than an editable checkout, and holds no link into the source tree, which an
+    index cannot follow."""
+    source = copy_sources(tmp_path)
+    run(sys.executable, "-m", "build", "-q", "--wheel", "-o", tmp_path / "dist", source,
+        cwd=tmp_path)  # fmt: skip
+    [built_wheel] = (tmp_path / "dist").glob("rewake-*.whl")
+    with zipfile.ZipFile(built_wheel) as wheel:
+        meta = wheel.read(
+            next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
+        ).decode()
+    headers, _, page = meta.partition("\n\n")
+    assert "Description-Content-Type: text/markdown" in headers
+    assert "pip install rewake" in page and "pip install -e" not in page
+    links = re.findall(r"\]\(([^)]*)\)", page)
+    assert [link for link in links if not link.startswith(("https://", "#"))] == []
