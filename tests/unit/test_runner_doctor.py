@@ -180,3 +180,61 @@ def test_doctor_points_at_rewake_setup_until_a_sweeper_is_seen(
         database.dispose()
     lines = doctor.check_store(env, NOW).lines
     assert "sweeper seen 5 s ago" in lines[-1] and f"    {doctor.SETUP_HINT}" not in lines
+
+
+def test_doctor_warns_that_a_log_executor_sweeper_resumes_nothing(
+    env: dict[str, str], tmp_path: Path
+) -> None:
+    """A sweeper with the log executor, fresh on the local database, is no sweeper that
+    resumes: doctor says so and names `rewake setup`, until one with the command executor is
+    seen beside it."""
+    from conftest import migrate
+
+    from rewake.db.engine import Database
+    from rewake.marks.repository import record_heartbeat
+
+    migrate(env["REWAKE_DATABASE_URL"])
+    database = Database(env["REWAKE_DATABASE_URL"])
+
+    def seen(sweeper_id: str, executor: str) -> None:
+        with database.writer() as db, database.transaction(db):
+            record_heartbeat(
+                db, sweeper_id, NOW - timedelta(seconds=5), host=None, pid=None, executor=executor
+            )
+
+    try:
+        seen("s1", "log")
+        lines = doctor.check_store(env, NOW).lines
+        assert "with the log executor" in lines[-2] and lines[-1] == f"    {doctor.SETUP_HINT}"
+        seen("s2", "command")
+        lines = doctor.check_store(env, NOW).lines
+        assert lines[-1] == "    ✓ sweeper seen 5 s ago"
+    finally:
+        database.dispose()
+
+
+def test_doctor_reads_a_database_whose_sweepers_do_not_name_their_executor(
+    env: dict[str, str],
+) -> None:
+    """A local database no rewake with executor heartbeats has opened yet (schema before 0004):
+    doctor reads its last heartbeat and takes the sweeper to resume, as the marks do."""
+    from sqlalchemy import text
+
+    from rewake.db import migrations
+    from rewake.db.engine import Database
+
+    database = Database(env["REWAKE_DATABASE_URL"])
+    try:
+        migrations.upgrade(database.engine, "0003")
+        with database.engine.begin() as connection:
+            connection.execute(
+                text(
+                    "INSERT INTO sweeper_heartbeats (sweeper_id, seen_at, started_at)"
+                    " VALUES ('old', :at, :at)"
+                ),
+                {"at": (NOW - timedelta(seconds=7)).replace(tzinfo=None)},
+            )
+    finally:
+        database.dispose()
+    store = doctor.check_store(env, NOW)
+    assert store.ok and store.lines[-1] == "    ✓ sweeper seen 7 s ago"

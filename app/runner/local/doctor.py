@@ -23,7 +23,8 @@ from sqlalchemy import inspect
 
 from rewake.db.engine import Database
 from rewake.instants import instant
-from rewake.marks.repository import latest_heartbeat
+from rewake.marks.repository import executors_seen_since, latest_heartbeat
+from rewake.marks.rules import SweepersWill, sweepers_will
 from rewake.runner.local.hostzone import host_zone
 from rewake.runner.local.records import state_dir
 from rewake.runner.local.store import StoreError, database_url, local_settings, token_parts
@@ -190,24 +191,33 @@ def _check_local_db(env: Mapping[str, str], now: datetime) -> StoreCheck:
     if path is not None and not path.exists():
         return StoreCheck([*lines, "    not created yet: the first report creates it"], True)
     try:
-        seen = _latest_heartbeat(url)
+        seen, will = _sweepers_seen(url, now)
     except Exception as error:  # any database error is reported, not raised
         first = str(error).splitlines()[0] if str(error) else type(error).__name__
         return StoreCheck([*lines, f"    ✗ cannot read it: {first}"], ok=False)
-    lines.append(sweeper_line(seen, now))
-    if seen is None or now - seen > timedelta(seconds=SWEEPER_FRESH_S):
+    lines.append(sweeper_line(seen, now, will))
+    if will != "resume":
         # The one-developer case: nothing fires what `rewake auto-resume` arms here.
         lines.append(f"    {SETUP_HINT}")
     return StoreCheck(lines, ok=True)
 
 
-def _latest_heartbeat(url: str) -> datetime | None:
+def _sweepers_seen(url: str, now: datetime) -> tuple[datetime | None, SweepersWill]:
+    """When a sweeper was last seen on this database, and what those seen lately will do with
+    a due mark."""
     database = Database(url)
     try:
-        if "sweeper_heartbeats" not in inspect(database.engine).get_table_names():
-            return None
+        schema = inspect(database.engine)
+        if "sweeper_heartbeats" not in schema.get_table_names():
+            return None, "nothing"
+        columns = {column["name"] for column in schema.get_columns("sweeper_heartbeats")}
         with database.reader() as db:
-            return latest_heartbeat(db)
+            seen = latest_heartbeat(db)
+            if "executor" not in columns:
+                # A database no newer rewake has opened yet: its sweepers do not say.
+                return seen, "resume"
+            since = now - timedelta(seconds=SWEEPER_FRESH_S)
+            return seen, sweepers_will(executors_seen_since(db, since))
     finally:
         database.dispose()
 
@@ -222,12 +232,19 @@ def _redacted(url: str) -> str:
     return re.sub(r"//([^:/@]+):[^@]*@", r"//\1:***@", url)
 
 
-def sweeper_line(seen: datetime | None, now: datetime) -> str:
+def sweeper_line(seen: datetime | None, now: datetime, will: SweepersWill = "resume") -> str:
+    """The sweeper's line; `will` is what the sweepers seen lately do with a due mark (a
+    service's /readyz does not say, and its marks' warnings do)."""
     if seen is None:
         return "    ! no sweeper seen here yet: armed marks fire only while one runs (rewake sweep)"
     age = int((now - seen).total_seconds())
     if now - seen > timedelta(seconds=SWEEPER_FRESH_S):
         return f"    ! sweeper last seen {age} s ago: armed marks will not fire until one runs"
+    if will == "log":
+        return (
+            f"    ! sweeper seen {max(age, 0)} s ago, with the log executor: armed marks are"
+            " logged, never resumed (REWAKE_EXECUTOR=command resumes them)"
+        )
     return f"    ✓ sweeper seen {max(age, 0)} s ago"
 
 
