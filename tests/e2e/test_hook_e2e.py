@@ -186,3 +186,28 @@ def test_a_prompt_while_a_rewake_run_holds_the_session_lock_is_blocked(
 
     continued = rewake(env, "hook", "claude", stdin=prompt)
     assert continued.returncode == 0 and "attempt 2 started" in continued.stderr
+
+
+def test_the_hook_announces_the_pause_with_its_due_time(tmp_path: Path) -> None:
+    """With REWAKE_NOTIFY, `rewake hook claude --auto-resume` sends one notification for the
+    limit, with the time the armed resume is due, to a listener on 127.0.0.1, before it exits;
+    run again for the same failure, it reports nothing new and sends nothing."""
+    from announce_support import listening
+
+    env = rewake_env(
+        f"sqlite:///{tmp_path / 'rewake.db'}", state_dir=tmp_path / "state", resume_delay_s=0,
+    )  # fmt: skip
+    session_id = str(uuid.uuid4())
+    payload = stop_failure(tmp_path, session_id, int(time.time()) + 3600)
+    with listening() as listener:
+        env["REWAKE_NOTIFY"] = listener.url
+        hooked = rewake(env, "hook", "claude", "--auto-resume", stdin=payload)
+        got = list(listener.received)  # the hook waited for the send before exiting
+        again = rewake(env, "hook", "claude", "--auto-resume", stdin=payload)
+        time.sleep(0.5)
+        after = list(listener.received)
+    assert hooked.returncode == 0 and "auto-resume armed" in hooked.stderr, hooked.stderr
+    assert [g["title"] for g in got] == [f"Paused · provider limit · claude-{session_id}"]
+    assert "auto-resume is on: due at" in got[0]["message"]
+    assert again.returncode == 0 and "nothing new" in again.stderr, again.stderr
+    assert after == got

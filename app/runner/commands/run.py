@@ -44,6 +44,7 @@ from rewake.runner.local.records import RecordError, RunRecord
 from rewake.runner.local.store import Store, StoreError, check_id, open_store
 from rewake.runner.process.attempts import MANUAL_PROMPT, Options, Runner, Step
 from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_refusal
+from rewake.runner.process.notices import announcer_from_env
 from rewake.runner.process.supervise import ProgramNotFound
 from rewake.runner.process.waiting import local_clock
 from rewake.spawn_env import agent_environment, without_rewake_settings
@@ -158,20 +159,10 @@ def _runner(
 
 
 def _announcer() -> Announcer | None:
-    """REWAKE_NOTIFY's notifications, or None; a URL apprise cannot read is a warning, not a
-    reason to leave the CLI unsupervised."""
-    urls = os.environ.get("REWAKE_NOTIFY")
-    if not urls:
-        return None
-
     def warn(text: str) -> None:
         print(printable(f"rewake: {text}"), file=sys.stderr, flush=True)
 
-    try:
-        return Announcer(urls, warn=warn)
-    except ValueError as error:
-        warn(f"{error}; no notifications are sent")
-        return None
+    return announcer_from_env(warn)
 
 
 def _run_steps(runner: Runner, step: Step) -> int:

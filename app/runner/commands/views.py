@@ -37,9 +37,12 @@ from rewake.runner.local.doctor import run_doctor
 from rewake.runner.local.hostzone import host_zone
 from rewake.runner.local.records import state_dir
 from rewake.runner.local.store import Store, StoreError, check_id, open_store
+from rewake.runner.process.notices import announcer_from_env
 
 NOT_FOUND_CODES = frozenset({"session_not_found", "session_deleted"})
 HOOK_TIMEOUT_S = 20.0
+#: How long the hook waits for REWAKE_NOTIFY's notification to go out before it exits.
+NOTIFY_WAIT_S = 5.0
 
 
 def register(commands: Any) -> None:
@@ -338,6 +341,7 @@ def _hook_worker(
         if len(raw) > MAX_STDIN_BYTES:
             lines.append(f"ignored: stdin is over {MAX_STDIN_BYTES} bytes, not a payload")
             return
+        announcer = announcer_from_env(lines.append)
         result = hook.run_hook(
             raw.decode("utf-8", errors="replace"),
             now=now,
@@ -345,8 +349,12 @@ def _hook_worker(
             open_store=lambda: open_store(clock=lambda: now),
             auto_resume=args.auto_resume,
             zone=host_zone(),
+            announce=announcer.send if announcer is not None else None,
         )
         lines.extend(result.lines)
+        if announcer is not None:
+            # Within the hook's own time limit: a slow service does not hold Claude Code up.
+            announcer.close(wait_s=min(NOTIFY_WAIT_S, args.timeout / 2))
         if result.blocked:
             blocked.append(True)
     except Exception as error:  # the hook never breaks Claude: one line instead

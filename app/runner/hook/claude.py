@@ -51,6 +51,8 @@ from rewake.runner.hook.payload import (
 from rewake.runner.hook.transcript import TranscriptTail, last_user_prompt, read_transcript_tail
 from rewake.runner.local import records
 from rewake.runner.local.store import JSON, LocalStore, Store, StoreError
+from rewake.runner.process.notices import pause_notice
+from rewake.sweeper.announce import Notice
 
 
 def failure_message(hook: HookInput) -> str:
@@ -143,9 +145,11 @@ def run_hook(
     open_store: Callable[[], Store],
     auto_resume: bool,
     zone: str | None,
+    announce: Callable[[Notice], None] | None = None,
 ) -> HookResult:
     """Report the StopFailure in `raw`, or a continuation by hand (UserPromptSubmit, SessionStart
-    resume); never raises for bad input or a refusing store."""
+    resume); never raises for bad input or a refusing store. `announce` takes the notice of a
+    limit that paused the session (REWAKE_NOTIFY), as `rewake run` sends it."""
     result = HookResult()
     if env.get(records.SUPERVISED_ENV) or env.get("REWAKE_MARK_ID"):
         # This Claude runs under `rewake run` (or its resume), which records the attempt from
@@ -173,10 +177,13 @@ def run_hook(
     root_id = result.root_id = root_id_for(hook.session_id)
     store = open_store()
     try:
-        _report(store, hook, tail, root_id, result, now=now, env=env, zone=zone,
-                auto_resume=auto_resume)  # fmt: skip
+        reported = _report(store, hook, tail, root_id, result, now=now, env=env, zone=zone,
+                           auto_resume=auto_resume)  # fmt: skip
     finally:
         store.close()
+    notice = pause_notice(root_id, *reported) if reported is not None else None
+    if notice is not None and announce is not None:
+        announce(notice)
     return result
 
 
@@ -191,7 +198,9 @@ def _report(
     env: Mapping[str, str],
     zone: str | None,
     auto_resume: bool,
-) -> None:
+) -> tuple[JSON, JSON | None] | None:
+    """Report the failure and arm auto-resume when asked and offered; the store's answer and
+    the mark it armed, or None when nothing new was reported."""
     try:
         session: JSON | None = store.get_session(root_id)
     except StoreError as error:
@@ -206,7 +215,7 @@ def _report(
         # Claude Code fires StopFailure again for a failure it already showed (helper queries
         # of the same session): reporting it as a new attempt would clear an armed mark.
         result.say(f"{root_id}: attempt {old.attempt} was already reported; nothing new")
-        return
+        return None
     result.attempt = attempt
     answer = store.report_failure(
         root_id, RUN_ID, failure_body(hook, tail, attempt=attempt, now=now, zone=zone)
@@ -219,16 +228,16 @@ def _report(
             result.say(f"auto-resume not offered: {offer.get('detail') or offer['code']}")
             if offer["code"] == "native_auto_continue":
                 result.say(f"to arm anyway: rewake auto-resume {root_id} on --despite-native")
-        return
+        return answer, None
     if continues_by_itself(answer.get("verdict") or {}, now):
         result.say(
             "auto-resume not armed: Claude Code continues this session by itself at the reset "
             f'("Continuing automatically"); to arm anyway: rewake auto-resume {root_id} on'
         )
-        return
+        return answer, None
     if not auto_resume:
         result.say(f"to resume it when the limit resets: rewake auto-resume {root_id} on")
-        return
+        return answer, None
     mark = store.set_auto_resume(root_id, enabled=True)
     result.armed = mark.get("state") == "armed"
     result.say(f"auto-resume {mark.get('state')}: due {mark.get('due_at')}")
@@ -236,6 +245,7 @@ def _report(
         result.say(f"warning: {warning}")
     if mark.get("warnings") and isinstance(store, LocalStore):
         result.say("no sweeper here resumes marks: `rewake setup` installs one (once)")
+    return answer, mark
 
 
 #: The limits after which interactive Claude Code waits and continues by itself when the reset

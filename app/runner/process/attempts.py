@@ -31,6 +31,7 @@ from rewake.runner.local.providers import Provider, valid_cli_id
 from rewake.runner.local.records import RunRecord
 from rewake.runner.local.store import JSON, Store, StoreError
 from rewake.runner.process.guard import SessionLock
+from rewake.runner.process.notices import pause_notice
 from rewake.runner.process.outcome import Classified, classify, failure_body
 from rewake.runner.process.supervise import Finished, Hooks, StopSignals, supervise, utc_now
 from rewake.runner.process.waiting import (
@@ -445,23 +446,9 @@ class Runner:
             self.options.announcer.send(notice)
 
     def _announce_pause(self, answer: JSON, mark: JSON | None) -> None:
-        """A limit paused the session: the banner's words, and when it resumes (if armed).
-        Only the store's answer is quoted (its banner), never the CLI's own text."""
-        if answer.get("failure_kind") != "provider_quota":
-            return
-        name = self.record.root_id
-        banner = answer.get("banner") or {}
-        lines = [f"{name}: {banner.get('detail') or 'the provider limit stopped the run'}"]
-        if mark is not None and mark.get("due_at"):
-            due = local_clock(parse_instant(str(mark["due_at"])))
-            lines.append(f"auto-resume is on: due at {due}")
-        elif (answer.get("auto_resume") or {}).get("available"):
-            lines.append(f"resume automatically after the reset: rewake auto-resume {name} on")
-        self._announce(Notice(
-            f"{banner.get('business') or 'Paused · provider limit'} · {name}",
-            "\n".join(lines),
-            "warning",
-        ))  # fmt: skip
+        notice = pause_notice(self.record.root_id, answer, mark)
+        if notice is not None:
+            self._announce(notice)
 
     def _no_conversation(self, step: Step) -> int:
         """A resume with no conversation id on record: reported as conversation_missing."""
