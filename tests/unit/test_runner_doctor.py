@@ -217,7 +217,8 @@ def test_doctor_reads_a_database_whose_sweepers_do_not_name_their_executor(
     env: dict[str, str],
 ) -> None:
     """A local database no rewake with executor heartbeats has opened yet (schema before 0004):
-    doctor reads its last heartbeat and takes the sweeper to resume, as the marks do."""
+    doctor reads its last heartbeat and takes a fresh sweeper to resume, as the marks do, and
+    names `rewake setup` once that sweeper is stale."""
     from sqlalchemy import text
 
     from rewake.db import migrations
@@ -238,3 +239,6 @@ def test_doctor_reads_a_database_whose_sweepers_do_not_name_their_executor(
         database.dispose()
     store = doctor.check_store(env, NOW)
     assert store.ok and store.lines[-1] == "    ✓ sweeper seen 7 s ago"
+    later = doctor.check_store(env, NOW + timedelta(hours=3))
+    assert "last seen 10807 s ago" in later.lines[-2]
+    assert later.lines[-1] == f"    {doctor.SETUP_HINT}"

@@ -211,12 +211,13 @@ def _sweepers_seen(url: str, now: datetime) -> tuple[datetime | None, SweepersWi
         if "sweeper_heartbeats" not in schema.get_table_names():
             return None, "nothing"
         columns = {column["name"] for column in schema.get_columns("sweeper_heartbeats")}
+        since = now - timedelta(seconds=SWEEPER_FRESH_S)
         with database.reader() as db:
             seen = latest_heartbeat(db)
             if "executor" not in columns:
-                # A database no newer rewake has opened yet: its sweepers do not say.
-                return seen, "resume"
-            since = now - timedelta(seconds=SWEEPER_FRESH_S)
+                # A database no newer rewake has opened yet: its sweepers do not say, and one
+                # seen lately is taken to resume.
+                return seen, sweepers_will([None] if seen is not None and seen >= since else [])
             return seen, sweepers_will(executors_seen_since(db, since))
     finally:
         database.dispose()
