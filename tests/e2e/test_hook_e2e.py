@@ -211,3 +211,16 @@ def test_the_hook_announces_the_pause_with_its_due_time(tmp_path: Path) -> None:
     assert "auto-resume is on: due at" in got[0]["message"]
     assert again.returncode == 0 and "nothing new" in again.stderr, again.stderr
     assert after == got
+
+
+def test_a_prompt_hook_neither_reads_nor_warns_of_rewake_notify(tmp_path: Path) -> None:
+    """A prompt typed in a session rewake does not know (UserPromptSubmit) says nothing, even
+    with a REWAKE_NOTIFY that apprise cannot read: the notifier is made only for a notice."""
+    env = rewake_env(f"sqlite:///{tmp_path / 'rewake.db'}", state_dir=tmp_path / "state")
+    env["REWAKE_NOTIFY"] = "notaurl://x"
+    payload = json.dumps({
+        "session_id": str(uuid.uuid4()), "hook_event_name": "UserPromptSubmit",
+        "prompt": "go on", "cwd": str(tmp_path),
+    })  # fmt: skip
+    prompted = rewake(env, "hook", "claude", stdin=payload)
+    assert prompted.returncode == 0 and prompted.stderr == "", prompted.stderr

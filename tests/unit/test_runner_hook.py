@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -566,3 +566,38 @@ def test_a_verdict_that_says_so_continues_and_a_refusal_does_not() -> None:
     assert not hook.continues_by_itself(
         {"kind": "provider_quota", "scope": "five_hour", "reset_at": None}, SEEN
     )
+
+
+class LimitStore(FakeStore):
+    """A FakeStore whose answer is a provider limit with a verdict."""
+
+    def __init__(self, verdict: JSON) -> None:
+        super().__init__()
+        self.verdict = verdict
+
+    def report_failure(self, root_id: str, run_id: str, body: Mapping[str, Any]) -> JSON:
+        return {**super().report_failure(root_id, run_id, body),
+                "failure_kind": "provider_quota", "verdict": self.verdict}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("scope", "expected"),
+    [
+        ("five_hour", "the CLI continues it by itself at the reset"),
+        ("model", "auto-resume is on: due at "),
+    ],
+)
+def test_the_pause_notice_says_what_resumes_the_session(
+    tmp_path: Path, scope: str, expected: str
+) -> None:
+    """The hook's one pause notice says Claude Code continues by itself where the hook leaves
+    the limit to it, and the armed resume's due time where it armed one."""
+    reset_at = (NOW + timedelta(hours=2)).isoformat()
+    store = LimitStore({"kind": "provider_quota", "scope": scope, "reset_at": reset_at})
+    sent: list[Any] = []
+    env = {"REWAKE_STATE_DIR": str(tmp_path / "state")}
+    hook.run_hook(json.dumps(payload_with_transcript(tmp_path)), now=NOW, env=env,
+                  open_store=lambda: store, auto_resume=True, zone="Europe/Berlin",  # type: ignore[arg-type,return-value]
+                  announce=sent.append)  # fmt: skip
+    assert [notice.title for notice in sent] == [f"Paused · provider limit · {ROOT}"]
+    assert sent[0].body.splitlines()[1].startswith(expected)

@@ -20,6 +20,7 @@ import argparse
 import os
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, tzinfo
 from typing import Any
@@ -38,11 +39,13 @@ from rewake.runner.local.hostzone import host_zone
 from rewake.runner.local.records import state_dir
 from rewake.runner.local.store import Store, StoreError, check_id, open_store
 from rewake.runner.process.notices import announcer_from_env
+from rewake.sweeper.announce import Announcer, Notice
 
 NOT_FOUND_CODES = frozenset({"session_not_found", "session_deleted"})
 HOOK_TIMEOUT_S = 20.0
 #: How long the hook waits for REWAKE_NOTIFY's notification to go out before it exits.
 NOTIFY_WAIT_S = 5.0
+NOTIFY_MARGIN_S = 1.0
 
 
 def register(commands: Any) -> None:
@@ -316,9 +319,12 @@ def run_hook_command(args: argparse.Namespace) -> int:
     lines: list[str] = []
     blocked: list[bool] = []
     now = datetime.now(UTC)  # the hook's one reading of the clock: report, store and log
-    worker = threading.Thread(target=_hook_worker, args=(args, now, lines, blocked), daemon=True)
+    deadline = time.monotonic() + max(args.timeout, 0.1)
+    worker = threading.Thread(
+        target=_hook_worker, args=(args, now, deadline, lines, blocked), daemon=True
+    )
     worker.start()
-    worker.join(max(args.timeout, 0.1))
+    worker.join(max(deadline - time.monotonic(), 0.0))
     if worker.is_alive():
         # The report may still land; Claude Code must not wait for it. The daemon thread dies
         # with the process (a SQLite write in flight is rolled back, never half-done).
@@ -330,7 +336,7 @@ def run_hook_command(args: argparse.Namespace) -> int:
 
 
 def _hook_worker(
-    args: argparse.Namespace, now: datetime, lines: list[str], blocked: list[bool]
+    args: argparse.Namespace, now: datetime, deadline: float, lines: list[str], blocked: list[bool]
 ) -> None:
 
     try:
@@ -341,7 +347,16 @@ def _hook_worker(
         if len(raw) > MAX_STDIN_BYTES:
             lines.append(f"ignored: stdin is over {MAX_STDIN_BYTES} bytes, not a payload")
             return
-        announcer = announcer_from_env(lines.append)
+        announcers: list[Announcer] = []
+
+        def announce(notice: Notice) -> None:
+            # Made only for a notice: reading REWAKE_NOTIFY loads apprise, which every prompt
+            # (UserPromptSubmit) would otherwise wait for.
+            announcer = announcer_from_env(lines.append)
+            if announcer is not None:
+                announcer.send(notice)
+                announcers.append(announcer)
+
         result = hook.run_hook(
             raw.decode("utf-8", errors="replace"),
             now=now,
@@ -349,12 +364,14 @@ def _hook_worker(
             open_store=lambda: open_store(clock=lambda: now),
             auto_resume=args.auto_resume,
             zone=host_zone(),
-            announce=announcer.send if announcer is not None else None,
+            announce=announce,
         )
         lines.extend(result.lines)
-        if announcer is not None:
-            # Within the hook's own time limit: a slow service does not hold Claude Code up.
-            announcer.close(wait_s=min(NOTIFY_WAIT_S, args.timeout / 2))
+        for announcer in announcers:
+            # What is left of the hook's time limit, less a margin for its own lines: a slow
+            # notification service does not hold Claude Code up.
+            left = deadline - time.monotonic() - NOTIFY_MARGIN_S
+            announcer.close(wait_s=max(min(NOTIFY_WAIT_S, left), 0.0))
         if result.blocked:
             blocked.append(True)
     except Exception as error:  # the hook never breaks Claude: one line instead

@@ -33,6 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import NamedTuple
 
 from rewake.runner.hook.continuing import continue_by_hand
 from rewake.runner.hook.payload import (
@@ -181,10 +182,22 @@ def run_hook(
                            auto_resume=auto_resume)  # fmt: skip
     finally:
         store.close()
-    notice = pause_notice(root_id, *reported) if reported is not None else None
-    if notice is not None and announce is not None:
-        announce(notice)
+    if reported is not None and announce is not None:
+        notice = pause_notice(
+            root_id, reported.answer, reported.mark, continues=reported.continues
+        )
+        if notice is not None:
+            announce(notice)
     return result
+
+
+class Reported(NamedTuple):
+    """What a reported failure came to: the store's answer, the mark armed for it, and whether
+    Claude Code continues the session by itself at the reset (nothing armed then)."""
+
+    answer: JSON
+    mark: JSON | None = None
+    continues: bool = False
 
 
 def _report(
@@ -198,9 +211,9 @@ def _report(
     env: Mapping[str, str],
     zone: str | None,
     auto_resume: bool,
-) -> tuple[JSON, JSON | None] | None:
-    """Report the failure and arm auto-resume when asked and offered; the store's answer and
-    the mark it armed, or None when nothing new was reported."""
+) -> Reported | None:
+    """Report the failure and arm auto-resume when asked and offered; None when nothing new
+    was reported."""
     try:
         session: JSON | None = store.get_session(root_id)
     except StoreError as error:
@@ -228,16 +241,16 @@ def _report(
             result.say(f"auto-resume not offered: {offer.get('detail') or offer['code']}")
             if offer["code"] == "native_auto_continue":
                 result.say(f"to arm anyway: rewake auto-resume {root_id} on --despite-native")
-        return answer, None
+        return Reported(answer)
     if continues_by_itself(answer.get("verdict") or {}, now):
         result.say(
             "auto-resume not armed: Claude Code continues this session by itself at the reset "
             f'("Continuing automatically"); to arm anyway: rewake auto-resume {root_id} on'
         )
-        return answer, None
+        return Reported(answer, continues=True)
     if not auto_resume:
         result.say(f"to resume it when the limit resets: rewake auto-resume {root_id} on")
-        return answer, None
+        return Reported(answer)
     mark = store.set_auto_resume(root_id, enabled=True)
     result.armed = mark.get("state") == "armed"
     result.say(f"auto-resume {mark.get('state')}: due {mark.get('due_at')}")
@@ -245,7 +258,7 @@ def _report(
         result.say(f"warning: {warning}")
     if mark.get("warnings") and isinstance(store, LocalStore):
         result.say("no sweeper here resumes marks: `rewake setup` installs one (once)")
-    return answer, mark
+    return Reported(answer, mark)
 
 
 #: The limits after which interactive Claude Code waits and continues by itself when the reset

@@ -25,10 +25,12 @@ def announcer_from_env(warn: Callable[[str], None]) -> Announcer | None:
         return None
 
 
-def pause_notice(name: str, answer: JSON, mark: JSON | None) -> Notice | None:
-    """A limit paused session `name`: the banner's words, and when it resumes (if armed); None
-    for any other failure. Only the store's answer is quoted (its banner), never the CLI's own
-    text."""
+def pause_notice(
+    name: str, answer: JSON, mark: JSON | None, *, continues: bool = False
+) -> Notice | None:
+    """A limit paused session `name`: the banner's words, and when it resumes (if armed, or
+    `continues`: the CLI continues by itself); None for any other failure. Only the store's
+    answer is quoted (its banner), never the CLI's own text."""
     if answer.get("failure_kind") != "provider_quota":
         return None
     banner = answer.get("banner") or {}
@@ -36,6 +38,8 @@ def pause_notice(name: str, answer: JSON, mark: JSON | None) -> Notice | None:
     if mark is not None and mark.get("due_at"):
         due = local_clock(parse_instant(str(mark["due_at"])))
         lines.append(f"auto-resume is on: due at {due}")
+    elif continues:
+        lines.append("the CLI continues it by itself at the reset")
     elif (answer.get("auto_resume") or {}).get("available"):
         lines.append(f"resume automatically after the reset: rewake auto-resume {name} on")
     return Notice(
