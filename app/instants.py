@@ -26,3 +26,8 @@ def instant(value: Any) -> datetime | None:
     except ValueError:
         return None
     return parsed if parsed.tzinfo is not None else None
+
+
+def local_clock(at: datetime) -> str:
+    """An instant as this machine's wall clock, with its zone (`17:40:30 CET`)."""
+    return at.astimezone().strftime("%H:%M:%S %Z")

@@ -7,8 +7,9 @@ import io
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from rewake.instants import local_clock
 from rewake.runner.process import waiting
-from rewake.runner.process.waiting import Countdown, Settled, local_clock, time_left, wait_for_mark
+from rewake.runner.process.waiting import Countdown, Settled, time_left, wait_for_mark
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 DUE = NOW + timedelta(hours=2, minutes=3, seconds=4)

@@ -27,7 +27,7 @@ from typing import Any
 
 from rewake.executors.base import DEFAULT_PROMPT
 from rewake.exits import Exit
-from rewake.instants import instant
+from rewake.instants import instant, local_clock
 from rewake.printable import printable
 from rewake.reports.banners import describe_wait
 from rewake.reports.session_json import JSON, current_failure
@@ -46,7 +46,6 @@ from rewake.runner.process.attempts import MANUAL_PROMPT, Options, Runner, Step
 from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_refusal
 from rewake.runner.process.notices import announcer_from_env
 from rewake.runner.process.supervise import ProgramNotFound
-from rewake.runner.process.waiting import local_clock
 from rewake.spawn_env import agent_environment, without_rewake_settings
 from rewake.sweeper.announce import Announcer
 

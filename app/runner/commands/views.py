@@ -45,6 +45,7 @@ NOT_FOUND_CODES = frozenset({"session_not_found", "session_deleted"})
 HOOK_TIMEOUT_S = 20.0
 #: How long the hook waits for REWAKE_NOTIFY's notification to go out before it exits.
 NOTIFY_WAIT_S = 5.0
+#: Of the hook's time limit, what is kept for its own lines after the notification's wait.
 NOTIFY_MARGIN_S = 1.0
 
 

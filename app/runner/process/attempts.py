@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import IO, Any
 
 from rewake.exits import Exit
-from rewake.instants import parse_instant
+from rewake.instants import local_clock, parse_instant
 from rewake.parsers.verdict import Verdict
 from rewake.printable import printable
 from rewake.runner.local import records
@@ -38,7 +38,6 @@ from rewake.runner.process.waiting import (
     Fire,
     Settled,
     finish,
-    local_clock,
     resume_path,
     wait_for_mark,
 )

@@ -11,6 +11,8 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
+from rewake.instants import local_clock
+
 Event = dict[str, Any]
 
 #: How much of a tool's input one line shows.
@@ -39,7 +41,7 @@ def local_time(epoch: Any) -> str | None:
     if not isinstance(epoch, int | float) or isinstance(epoch, bool):
         return None
     try:
-        return datetime.fromtimestamp(epoch, UTC).astimezone().strftime("%H:%M:%S %Z")
+        return local_clock(datetime.fromtimestamp(epoch, UTC))
     except (OverflowError, OSError, ValueError):
         return None
 

@@ -6,9 +6,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from rewake.instants import parse_instant
+from rewake.instants import local_clock, parse_instant
 from rewake.runner.local.store import JSON
-from rewake.runner.process.waiting import local_clock
 from rewake.sweeper.announce import Announcer, Notice
 
 

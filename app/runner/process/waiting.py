@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from typing import IO, Any
 
 from rewake.executors.base import Outcome
-from rewake.instants import parse_instant
+from rewake.instants import local_clock, parse_instant
 from rewake.reports.banners import describe_wait
 from rewake.runner.local import records
 from rewake.runner.local.store import JSON, LocalStore, Store
@@ -59,10 +59,6 @@ class Settled:
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def local_clock(at: datetime) -> str:
-    return at.astimezone().strftime("%H:%M:%S %Z")
 
 
 def is_terminal(out: IO[str]) -> bool:
