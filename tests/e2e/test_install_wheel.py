@@ -161,17 +161,33 @@ def test_install_without_scripts_refuses_to_serve(installed: Path, tmp_path: Pat
         scripts.with_name("moved_away").rename(scripts)
 
 
-def test_the_distributions_carry_the_license_and_pass_twine_check(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The sdist and the wheel `python -m build` makes from a copy of the sources."""
+    work = tmp_path_factory.mktemp("build")
+    source = copy_sources(work)
+    run(sys.executable, "-m", "build", "-q", "-o", work / "dist", source, cwd=work)
+    [sdist] = (work / "dist").glob("rewake-*.tar.gz")
+    [built_wheel] = (work / "dist").glob("rewake-*.whl")
+    return sdist, built_wheel
+
+
+def wheel_metadata(built_wheel: Path) -> str:
+    with zipfile.ZipFile(built_wheel) as wheel:
+        names = wheel.namelist()
+        return wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+
+
+def test_the_distributions_carry_the_license_and_pass_twine_check(
+    built: tuple[Path, Path], tmp_path: Path
+) -> None:
     """`python -m build` makes an sdist and a wheel whose metadata twine accepts (strict), with
     the MIT license file, the classifiers and the postgres extra."""
-    source = copy_sources(tmp_path)
-    run(sys.executable, "-m", "build", "-q", "-o", tmp_path / "dist", source, cwd=tmp_path)
-    [sdist] = (tmp_path / "dist").glob("rewake-*.tar.gz")
-    [built_wheel] = (tmp_path / "dist").glob("rewake-*.whl")
+    sdist, built_wheel = built
     run(sys.executable, "-m", "twine", "check", "--strict", sdist, built_wheel, cwd=tmp_path)
     with zipfile.ZipFile(built_wheel) as wheel:
         names = wheel.namelist()
-        meta = wheel.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    meta = wheel_metadata(built_wheel)
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
     assert "License-Expression: MIT" in meta and "Classifier: Typing :: Typed" in meta
     assert "Provides-Extra: postgres" in meta
@@ -185,20 +201,12 @@ def test_the_distributions_carry_the_license_and_pass_twine_check(tmp_path: Path
 
 
 def test_the_package_page_installs_from_the_index_and_links_nowhere_relative(
-    tmp_path: Path,
+    built: tuple[Path, Path],
 ) -> None:
     """The wheel's description, the page a package index shows, installs with `pip install
     rewake` rather than an editable checkout, and holds no link into the source tree, which an
     index cannot follow."""
-    source = copy_sources(tmp_path)
-    run(sys.executable, "-m", "build", "-q", "--wheel", "-o", tmp_path / "dist", source,
-        cwd=tmp_path)  # fmt: skip
-    [built_wheel] = (tmp_path / "dist").glob("rewake-*.whl")
-    with zipfile.ZipFile(built_wheel) as wheel:
-        meta = wheel.read(
-            next(n for n in wheel.namelist() if n.endswith(".dist-info/METADATA"))
-        ).decode()
-    headers, _, page = meta.partition("\n\n")
+    headers, _, page = wheel_metadata(built[1]).partition("\n\n")
     assert "Description-Content-Type: text/markdown" in headers
     assert "pip install rewake" in page and "pip install -e" not in page
     links = re.findall(r"\]\(([^)]*)\)", page)
