@@ -4,6 +4,7 @@ refusals answered before routing included; never the query string, never a body.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -18,12 +19,19 @@ def live(sqlite_url: str) -> Iterator[Api]:
         yield api
 
 
-def access_lines(caplog: pytest.LogCaptureFixture) -> list[dict[str, object]]:
-    return [
-        dict(record.rewake_fields)  # type: ignore[attr-defined]
-        for record in caplog.records
-        if record.name == "rewake.access"
-    ]
+def access_lines(caplog: pytest.LogCaptureFixture, count: int = 0) -> list[dict[str, object]]:
+    """The access lines logged so far, once `count` of them have come (or 5 s passed): the
+    server thread writes a line after the answer's last byte, which the client may read first."""
+    deadline = time.monotonic() + 5
+    while True:
+        lines = [
+            dict(record.rewake_fields)  # type: ignore[attr-defined]
+            for record in caplog.records
+            if record.name == "rewake.access"
+        ]
+        if len(lines) >= count or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.01)
 
 
 def test_one_access_line_per_request_with_its_fields(
@@ -34,7 +42,7 @@ def test_one_access_line_per_request_with_its_fields(
     caplog.set_level(logging.INFO, logger="rewake.access")
     with live.client() as client:
         assert client.get("/api/agent/runs", params={"token": "q-secret-1"}).status_code == 200
-    [line] = access_lines(caplog)
+    [line] = access_lines(caplog, 1)
     assert line.keys() == {"method", "path", "status", "ms", "actor"}
     assert (line["method"], line["path"], line["status"], line["actor"]) == (
         "GET", "/api/agent/runs", 200, "alice",
@@ -55,7 +63,7 @@ def test_refusals_before_routing_are_logged_once(
     with live.client() as client:
         body = failure(message="x" * (MAX_BODY_BYTES + 1))
         assert client.post(runs_url("s-big"), json=body).status_code == 413
-    lines = access_lines(caplog)
+    lines = access_lines(caplog, 2)
     assert [(line["status"], line["actor"]) for line in lines] == [(401, "-"), (413, "alice")]
     assert "xxxxxxxx" not in caplog.text
 
