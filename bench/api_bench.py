@@ -6,7 +6,8 @@ A real `rewake serve` process on loopback (it migrates the schema), on SQLite an
 REWAKE_TEST_POSTGRES_URL is set, on PostgreSQL in a schema of its own. Over 16 connections
 the load generator sends 5,000 failure reports, each for a new session, then 5,000 PUT
 auto-resume, one for each of those sessions; then as many `GET /healthz`, printed beside them
-for scale (no goal is set on a ratio to it).
+for scale (no goal is set on a ratio to it). Beside each burst's latencies: the server's CPU
+time per request (Linux), which says what a route costs whatever the machine's queueing.
 
 Goals: no request answered with an error; every PUT arms a mark (its answer says `armed`, and
 /metrics counts as many armed marks); the p99 of each write burst under 50 ms on SQLite and
@@ -76,8 +77,27 @@ def wait_until_up(url: str, process: subprocess.Popen[bytes], timeout_s: float =
         time.sleep(0.1)
 
 
+@dataclass(frozen=True)
+class Server:
+    """A running `rewake serve`: its address and its process id."""
+
+    url: str
+    pid: int
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time a process has used so far (user and system), or None where /proc does not
+    say (not Linux). Per request, it tells what a route costs the server whatever the queue."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    # Fields 14 and 15 of proc(5), counted after the command name: utime and stime, in ticks.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def server(database_url: str, cpus: str | None) -> Iterator[str]:
+def server(database_url: str, cpus: str | None) -> Iterator[Server]:
     """`rewake serve` in its own process (it migrates the schema), until it answers."""
     port = free_port()
     env = os.environ | {
@@ -91,7 +111,7 @@ def server(database_url: str, cpus: str | None) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}"
     try:
         wait_until_up(url, process)
-        yield url
+        yield Server(url, process.pid)
     finally:
         process.terminate()
         process.wait(timeout=10)
@@ -135,6 +155,8 @@ class Run:
 
     name: str
     bursts: dict[str, Burst]
+    #: The server's CPU time per request of each burst, in milliseconds (None: not known).
+    cpu_ms: dict[str, float | None]
     marks_armed: int
 
 
@@ -143,21 +165,30 @@ def run(name: str, database_url: str, requests: int, connections: int, placement
     """The failure burst, then the auto-resume burst on the sessions it created, then /healthz."""
     roots = [f"bench-{uuid.uuid4().hex[:8]}-{n}" for n in range(requests)]
     bursts: dict[str, Burst] = {}
-    with server(database_url, placement.server) as url:
+    cpu_ms: dict[str, float | None] = {}
+    with server(database_url, placement.server) as serving:
         for route in (FAILURES, AUTO_RESUME, HEALTHZ):
-            bursts[route] = run_burst(url, route, roots, connections, placement.generator,
-                                      directory)  # fmt: skip
-        armed = marks_armed(url)
-    return Run(name, bursts, armed)
+            before = cpu_seconds(serving.pid)
+            bursts[route] = run_burst(serving.url, route, roots, connections,
+                                      placement.generator, directory)  # fmt: skip
+            after = cpu_seconds(serving.pid)
+            cpu_ms[route] = (
+                None if before is None or after is None else (after - before) * 1000 / requests
+            )
+        armed = marks_armed(serving.url)
+    return Run(name, bursts, cpu_ms, armed)
 
 
 def report(result: Run, connections: int, placement: Placement) -> list[tuple[str, bool]]:
     """Print the run's figures; its goals, each with whether it was met."""
     print(f"\n{result.name}: {connections} connections; {placement.describe()}")
-    print(f"  {'route':<22}{'requests':>9}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
+    print(f"  {'route':<22}{'requests':>9}{'req/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}"
+          f"{'CPU ms/req':>12}")  # fmt: skip
     for route, burst in result.bursts.items():
+        cpu = result.cpu_ms[route]
+        cpu_text = "?" if cpu is None else f"{cpu:.2f}"
         print(f"  {route:<22}{burst.requests:>9}{burst.rps:>9.0f}{burst.p50_ms:>9.1f}"
-              f"{burst.p99_ms:>9.1f}{burst.errors:>8}")  # fmt: skip
+              f"{burst.p99_ms:>9.1f}{burst.errors:>8}{cpu_text:>12}")  # fmt: skip
     for route, burst in result.bursts.items():
         if burst.error_kinds:
             print(f"  {route} errors by kind: {burst.error_kinds}")
