@@ -5,14 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from functools import cache
 from typing import Any
 
 from sqlalchemy import bindparam, delete, exists, insert, select
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.sql.dml import Insert
-from sqlmodel import Session, SQLModel, col
+from sqlmodel import Session, col
 
 from rewake.db.models import (
     AttemptRow,
@@ -23,6 +21,8 @@ from rewake.db.models import (
     TimelineRow,
     TombstoneRow,
 )
+from rewake.db.rows import insert_row as insert_row  # the failures' and runs' one INSERT
+from rewake.db.rows import keep_as_loaded
 from rewake.errors import DomainError
 from rewake.ids import RESERVED_ROOT_IDS
 
@@ -69,16 +69,18 @@ def lock_session(db: Session, root_id: str) -> SessionRow | None:
     return db.scalars(_LOCK_SESSION, {"root_id": root_id}, execution_options=_REFRESH).first()
 
 
+_SESSIONS = SessionRow.__table__  # type: ignore[attr-defined]
+
 #: What a new session row may be given beyond its key and its instants (`ensure_session`).
 FIRST_VALUES = ("state", "host_seen_at", "current_run_id", "current_attempt")
 
-#: A new session, by dialect: inserted unless its root_id is taken, and returned when it was.
+#: A new session, by dialect: inserted unless its root_id is taken; its key is returned when
+#: it was inserted (a driver's rowcount is not reliable for an INSERT).
 _INSERT_SESSION = {
-    name: insert_fn(SessionRow)
-    .on_conflict_do_nothing(index_elements=["root_id"])
-    .returning(SessionRow)
+    name: insert_fn(_SESSIONS).on_conflict_do_nothing(index_elements=["root_id"])
+    .returning(_SESSIONS.c.root_id)
     for name, insert_fn in (("sqlite", sqlite_insert), ("postgresql", pg_insert))
-}
+}  # fmt: skip
 
 
 def refuse_reserved(root_id: str) -> None:
@@ -103,10 +105,9 @@ def ensure_session(
     }  # fmt: skip
     if first:
         values |= {name: first[name] for name in FIRST_VALUES if name in first}
-    stmt = _INSERT_SESSION[_dialect(db)]
-    created = db.scalars(stmt, values, execution_options=_REFRESH).first()
-    if created is not None:
-        return created, True
+    if db.execute(_INSERT_SESSION[_dialect(db)], values).first() is not None:
+        # The row holds exactly these values: no need to read it back.
+        return keep_as_loaded(db, SessionRow(**values)), True
     row = lock_session(db, root_id)
     assert row is not None  # inserted or already there, and rows are only deleted under lock
     return row, False
@@ -218,20 +219,6 @@ def list_failures(db: Session, root_id: str) -> list[FailureRow]:
 def add(db: Session, row: Any) -> None:
     """Stage a new row; it is written with the transaction."""
     db.add(row)
-
-
-def insert_row(db: Session, row: SQLModel) -> None:
-    """Write a new row now, with one INSERT of its fields.
-
-    The row stays outside `db`: the caller keeps it to read, and a change made to it afterwards
-    is not written. For rows written once and never changed in the same transaction (a failure,
-    a new run), this costs a fraction of the unit of work's flush."""
-    db.execute(_insert_into(type(row)), row.model_dump())
-
-
-@cache
-def _insert_into(model: type[SQLModel]) -> Insert:
-    return insert(model.__table__)  # type: ignore[attr-defined]
 
 
 def append_timeline(

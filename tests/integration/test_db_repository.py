@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 
 from rewake.db.engine import Database
 from rewake.db.models import FailureRow, MarkRow, RunRow, SessionRow
+from rewake.db.rows import insert_kept
 from rewake.marks import repository as mark_repo
 from rewake.marks.states import IllegalTransition
 from rewake.sessions import repository as repo
@@ -94,6 +95,21 @@ def test_insert_row_writes_at_once_and_leaves_the_row_outside_the_session(
         assert (found.run_id, found.status, found.current_attempt) == ("r2", "paused", 3)
     with pytest.raises(IntegrityError), database.writer() as db, db.begin():
         repo.insert_row(db, run)
+
+
+def test_insert_kept_with_its_key_given_writes_the_row_and_keeps_it(database: Database) -> None:
+    """insert_kept of a row whose key is given (no id to read back) writes it at once and keeps
+    it persistent: a later change is written as an UPDATE."""
+    root_id = _root()
+    run = RunRow(root_id=root_id, run_id="r3", status="paused", current_attempt=1,
+                 created_at=NOW, updated_at=NOW)  # fmt: skip
+    with database.writer() as db, db.begin():
+        repo.ensure_session(db, root_id, NOW)
+        assert insert_kept(db, run) is run and run in db and not db.dirty
+        run.status = "running"
+    with database.reader() as db:
+        stored = db.get(RunRow, (root_id, "r3"))
+        assert stored is not None and (stored.status, stored.current_attempt) == ("running", 1)
 
 
 def test_failure_and_run_reads_the_pair_or_nothing(database: Database) -> None:
