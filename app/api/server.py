@@ -12,7 +12,11 @@ failed accept. So:
 - between requests, `keep_alive_s` (uvicorn's timeout_keep_alive);
 - at most `max_connections` connections and requests at once (uvicorn's limit_concurrency):
   beyond it, requests are answered 503 at once instead of queueing behind the ones held;
-- headers are at most 16 KiB (h11's incomplete-event limit), and WebSocket upgrades are off.
+- a request head (request line and headers) is at most 16 KiB, answered 400 beyond it, and
+  WebSocket upgrades are off.
+
+The protocol is uvicorn's httptools one (llhttp, Node.js's HTTP parser, in C): every request
+costs the server less than with the pure-Python h11 (docs/performance.md).
 
 Repeated error lines from the event loop and uvicorn are throttled by `rewake.logs`.
 Behind a reverse proxy the proxy holds the slow clients and these deadlines are a backstop
@@ -24,24 +28,29 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import h11
 import uvicorn
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 #: The largest request head (request line and headers) accepted, in bytes.
 MAX_HEADER_BYTES = 16 * 1024
 
 _TIMEOUT_BODY = b"the request did not arrive in time\n"
-#: The answer to a connection whose request head did not arrive in time (written raw: h11
-#: cannot answer a request it never received).
+#: The answer to a connection whose request head did not arrive in time (written raw: no
+#: request was read to answer).
 _TIMED_OUT = (
     b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (len(_TIMEOUT_BODY), _TIMEOUT_BODY)
 )
 
 
-class DeadlineH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a deadline for each request's head and body."""
+class HeadTooLarge(Exception):
+    """A request head over MAX_HEADER_BYTES. Raised in a parser callback, it makes the parser
+    fail, and uvicorn answers 400 and closes the connection."""
+
+
+class DeadlineProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with a deadline for each request's head and body, and a
+    ceiling on the head's size."""
 
     header_timeout_s: float = 10.0
     request_timeout_s: float = 60.0
@@ -50,45 +59,58 @@ class DeadlineH11Protocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
         self._waiting_for: str | None = None
+        self._head_bytes = 0
+        #: A request has begun and is not yet read in full.
+        self._reading = False
 
-    # -- uvicorn's protocol hooks --------------------------------------------------------
+    # -- uvicorn's protocol hooks and the parser's callbacks -----------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._expect("head", self.header_timeout_s)
 
-    def data_received(self, data: bytes) -> None:
-        super().data_received(data)
-        self._follow()
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._head_bytes, self._reading = 0, True
+        if self._waiting_for != "head":  # a request pipelined behind one still being answered
+            self._expect("head", self.header_timeout_s)
+
+    def on_url(self, url: bytes) -> None:
+        self._count(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)  # ": " and CRLF
+        super().on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        super().on_headers_complete()
+        self._expect("body", self.request_timeout_s)
+
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._reading = False
+        self._cancel()  # the app answers; uvicorn's keep-alive takes over after the answer
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
         if self.transport.is_closing():
             self._cancel()
-        else:
-            # The next request's head (keep-alive closes an idle connection sooner), or a
-            # pipelined request already under way.
-            self._follow()
+        elif not self._reading and self.cycle.response_complete:
+            # Every request read is answered: the next one's head is due (keep-alive closes
+            # an idle connection sooner).
+            self._expect("head", self.header_timeout_s)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel()
         super().connection_lost(exc)
 
-    # -- the deadline --------------------------------------------------------------------
+    # -- the head's size and the deadline ------------------------------------------------
 
-    def _follow(self) -> None:
-        """Move the deadline along with what the client has sent so far: a head is due until
-        the request line and headers are in, then the body; none once the request is in (the
-        app answers; uvicorn's keep-alive takes over after the answer)."""
-        state = self.conn.their_state
-        if state is h11.IDLE:
-            if self._waiting_for != "head":
-                self._expect("head", self.header_timeout_s)
-        elif state is h11.SEND_BODY:
-            if self._waiting_for != "body":
-                self._expect("body", self.request_timeout_s)
-        else:
-            self._cancel()
+    def _count(self, size: int) -> None:
+        self._head_bytes += size
+        if self._head_bytes > MAX_HEADER_BYTES:
+            raise HeadTooLarge(f"request head over {MAX_HEADER_BYTES} bytes")
 
     def _expect(self, what: str, within_s: float) -> None:
         self._cancel()
@@ -112,11 +134,11 @@ class DeadlineH11Protocol(H11Protocol):
         self.transport.close()
 
 
-def protocol_with(header_timeout_s: float, request_timeout_s: float) -> type[DeadlineH11Protocol]:
+def protocol_with(header_timeout_s: float, request_timeout_s: float) -> type[DeadlineProtocol]:
     """The protocol class with these deadlines (uvicorn builds one instance per connection)."""
     return type(
-        "DeadlineH11Protocol",
-        (DeadlineH11Protocol,),
+        "DeadlineProtocol",
+        (DeadlineProtocol,),
         {"header_timeout_s": header_timeout_s, "request_timeout_s": request_timeout_s},
     )
 
@@ -133,5 +155,4 @@ def server_config(app: Any, *, host: str, port: int, settings: Any) -> uvicorn.C
         ws="none",
         timeout_keep_alive=settings.keep_alive_s,
         limit_concurrency=settings.max_connections,
-        h11_max_incomplete_event_size=MAX_HEADER_BYTES,
     )

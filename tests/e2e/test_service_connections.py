@@ -155,3 +155,47 @@ def test_a_busy_keep_alive_connection_is_not_cut_off(serve: Any) -> None:
                     length = int(value)
             assert len(reader.read(length)) == length
             time.sleep(0.5)
+
+
+def _read_answer(reader: Any) -> tuple[bytes, bytes]:
+    """The status line and body of one answer read from a socket's file."""
+    status = reader.readline()
+    length = 0
+    while (line := reader.readline()) not in (b"\r\n", b""):
+        name, _, value = line.decode("latin-1").partition(":")
+        if name.lower() == "content-length":
+            length = int(value)
+    return status, reader.read(length)
+
+
+@pytest.mark.parametrize(("size", "answered"), [(15 * 1024, b"200"), (17 * 1024, b"400")])
+def test_a_request_head_over_16_kib_is_refused(serve: Any, size: int, answered: bytes) -> None:
+    """A request head of 15 KiB is served; one of 17 KiB is answered 400 and its connection
+    closed, so that nobody makes the server hold a head of any size."""
+    url = serve(FAST)
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock, \
+            sock.makefile("rb") as reader:  # fmt: skip
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: "
+                     + b"p" * size + b"\r\n\r\n")  # fmt: skip
+        status, _body = _read_answer(reader)
+        assert status.split()[1] == answered, status
+        if answered == b"400":
+            assert reader.read() == b""  # closed
+
+
+def test_pipelined_requests_are_all_answered_in_order(serve: Any) -> None:
+    """Three requests written at once on one connection get three answers in order, and the
+    connection then serves a fourth: pipelining leaves the head deadline as it should be."""
+    url = serve(FAST)
+    port = int(url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock, \
+            sock.makefile("rb") as reader:  # fmt: skip
+        paths = [b"/healthz", b"/no-such-route", b"/healthz"]
+        sock.sendall(b"".join(b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % path
+                              for path in paths))  # fmt: skip
+        statuses = [_read_answer(reader)[0].split()[1] for _ in paths]
+        assert statuses == [b"200", b"404", b"200"]
+        time.sleep(0.5)  # within the 1 s head deadline, which runs from the last answer
+        sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        assert _read_answer(reader)[0].split()[1] == b"200"
