@@ -8,7 +8,8 @@ failed accept. So:
 
 - the request's headers must arrive within `header_timeout_s` of the connection opening (or of
   the previous answer), and its body within `request_timeout_s` of the headers; a connection
-  that misses its deadline is answered 408 (when nothing was answered yet) and closed;
+  that misses its deadline is answered 408 (when nothing was answered yet) and closed; nothing
+  is due from a client while an earlier request of its connection is being answered;
 - between requests, `keep_alive_s` (uvicorn's timeout_keep_alive);
 - at most `max_connections` connections and requests at once (uvicorn's limit_concurrency):
   beyond it, requests are answered 503 at once instead of queueing behind the ones held;
@@ -49,8 +50,13 @@ class HeadTooLarge(Exception):
 
 
 class DeadlineProtocol(HttpToolsProtocol):
-    """uvicorn's httptools protocol with a deadline for each request's head and body, and a
-    ceiling on the head's size."""
+    """uvicorn's httptools protocol with a deadline for what the client owes, and a ceiling on
+    a request head's size.
+
+    The client owes a head from the connection's opening or from the last answer, and a
+    request's body from the end of its head. While an earlier request is still being answered
+    it owes nothing: uvicorn stops reading behind a pipelined request, so the rest of the next
+    one cannot come until the answers before it are sent."""
 
     header_timeout_s: float = 10.0
     request_timeout_s: float = 60.0
@@ -59,47 +65,68 @@ class DeadlineProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._deadline: asyncio.TimerHandle | None = None
         self._waiting_for: str | None = None
+        #: What of the request being read is still to come: "head", "body", or None between
+        #: requests.
+        self._reading: str | None = None
+        #: Requests read up to the end of their head and not answered yet.
+        self._unanswered = 0
+        #: The head's bytes so far: its URL and finished header lines, and what the parser
+        #: holds of an unfinished line (`_unfinished`, counted in `data_received`).
         self._head_bytes = 0
-        #: A request has begun and is not yet read in full.
-        self._reading = False
+        self._unfinished = 0
+        #: Parser callbacks that counted head bytes, so that `data_received` knows whether a
+        #: chunk went whole into an unfinished header line.
+        self._counted = 0
 
     # -- uvicorn's protocol hooks and the parser's callbacks -----------------------------
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        self._expect("head", self.header_timeout_s)
+        self._rearm()
+
+    def data_received(self, data: bytes) -> None:
+        counted = self._counted
+        super().data_received(data)
+        if self._reading == "head" and self._counted == counted:
+            # The parser kept all of it for a header line it has not finished, and it keeps
+            # such a line whole, however long: count it here.
+            self._unfinished += len(data)
+            if self._head_bytes + self._unfinished > MAX_HEADER_BYTES:
+                message = "Invalid HTTP request received."
+                self.logger.warning(message)
+                self.send_400_response(message)
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
-        self._head_bytes, self._reading = 0, True
-        if self._waiting_for != "head":  # a request pipelined behind one still being answered
-            self._expect("head", self.header_timeout_s)
+        self._reading, self._head_bytes, self._unfinished = "head", 0, 0
+        self._counted += 1
+        self._rearm()
 
     def on_url(self, url: bytes) -> None:
         self._count(len(url))
         super().on_url(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self._reading == "body":
+            return  # a trailer after a chunked body: not one of the request's headers
         self._count(len(name) + len(value) + 4)  # ": " and CRLF
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
-        self._expect("body", self.request_timeout_s)
+        self._reading = "body"
+        self._unanswered += 1
+        self._rearm()
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
-        self._reading = False
-        self._cancel()  # the app answers; uvicorn's keep-alive takes over after the answer
+        self._reading = None
+        self._rearm()
 
     def on_response_complete(self) -> None:
+        self._unanswered -= 1
         super().on_response_complete()
-        if self.transport.is_closing():
-            self._cancel()
-        elif not self._reading and self.cycle.response_complete:
-            # Every request read is answered: the next one's head is due (keep-alive closes
-            # an idle connection sooner).
-            self._expect("head", self.header_timeout_s)
+        self._rearm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel()
@@ -108,13 +135,31 @@ class DeadlineProtocol(HttpToolsProtocol):
     # -- the head's size and the deadline ------------------------------------------------
 
     def _count(self, size: int) -> None:
-        self._head_bytes += size
+        self._counted += 1
+        self._head_bytes, self._unfinished = self._head_bytes + size, 0
         if self._head_bytes > MAX_HEADER_BYTES:
             raise HeadTooLarge(f"request head over {MAX_HEADER_BYTES} bytes")
 
-    def _expect(self, what: str, within_s: float) -> None:
+    def _rearm(self) -> None:
+        """The deadline for what the client owes now (a deadline already running for it runs
+        on); none while an earlier request is being answered."""
+        if self.transport.is_closing():
+            self._cancel()
+            return
+        # The request whose body is being read counts itself among the unanswered, unless
+        # it was answered before its body came in full.
+        reading_unanswered = self._reading == "body" and not self.cycle.response_complete
+        if self._unanswered > (1 if reading_unanswered else 0):
+            self._cancel()
+        else:
+            self._expect(self._reading or "head")
+
+    def _expect(self, what: str) -> None:
+        if self._waiting_for == what:
+            return
         self._cancel()
         self._waiting_for = what
+        within_s = self.header_timeout_s if what == "head" else self.request_timeout_s
         self._deadline = self.loop.call_later(within_s, self._missed)
 
     def _cancel(self) -> None:

@@ -1,0 +1,134 @@
+"""`rewake serve`'s HTTP protocol (rewake.api.server) over real loopback sockets, in front of a
+small ASGI app that can answer slowly or early: what the client owes is due at a deadline,
+never while the server is behind, and a request head cannot grow past its ceiling."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import uvicorn
+
+from rewake.api.server import MAX_HEADER_BYTES, server_config
+
+#: Deadlines short enough for a test: one second for a head, two for a body.
+SETTINGS = SimpleNamespace(header_timeout_s=1.0, request_timeout_s=2.0, keep_alive_s=5.0,
+                           max_connections=64)  # fmt: skip
+
+
+async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+    """`/slow` answers after 1.5 s, `/early` at once without reading its body, `/headers` with
+    the request's header names; anything else at once."""
+    path = scope["path"]
+    body = path.encode()
+    if path == "/slow":
+        await asyncio.sleep(1.5)
+    elif path == "/headers":
+        while (await receive()).get("more_body"):
+            pass
+        body = b",".join(name for name, _value in scope["headers"])
+    await send({"type": "http.response.start", "status": 404 if path == "/early" else 200,
+                "headers": [(b"content-length", str(len(body)).encode())]})  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
+@pytest.fixture
+def port() -> Iterator[int]:
+    config = server_config(app, host="127.0.0.1", port=0, settings=SETTINGS)
+    config.lifespan = "off"
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.01)
+    yield server.servers[0].sockets[0].getsockname()[1]
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def _answers(sock: socket.socket, within_s: float) -> tuple[list[bytes], bool]:
+    """The status codes the server wrote until it closed the connection (True) or `within_s`
+    passed (False)."""
+    sock.settimeout(0.1)
+    received = b""
+    deadline = time.monotonic() + within_s
+    closed = False
+    while time.monotonic() < deadline:
+        try:
+            chunk = sock.recv(65536)
+        except TimeoutError:
+            continue
+        except ConnectionResetError:
+            closed = True
+            break
+        if not chunk:
+            closed = True
+            break
+        received += chunk
+    # The app's bodies end without a line break, so a status line may follow one directly.
+    return re.findall(rb"HTTP/1\.1 (\d{3}) ", received), closed
+
+
+def test_a_pipelined_head_is_not_due_while_an_earlier_request_is_answered(port: int) -> None:
+    """A slow request, a whole one and the start of a third written at once, the third's rest
+    0.2 s later: all three are answered although the first takes longer than the head
+    deadline (uvicorn reads nothing more until the answers before it are sent)."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\nGET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+                     b"GET /c HTTP/1.1\r\nHo")  # fmt: skip
+        time.sleep(0.2)
+        sock.sendall(b"st: x\r\n\r\n")
+        statuses, _closed = _answers(sock, 3)
+    assert statuses[:3] == [b"200", b"200", b"200"], statuses
+
+
+def test_a_request_answered_before_its_body_still_owes_the_next_head(port: int) -> None:
+    """A request answered before its body came (a 404 that reads nothing), whose body then
+    comes: the connection is closed with a 408 at the head deadline, not held for good."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"POST /early HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\n")
+        time.sleep(0.3)
+        sock.sendall(b"x")
+        statuses, closed = _answers(sock, 4)
+    assert closed, statuses
+    assert statuses == [b"404", b"408"], statuses
+
+
+def test_an_unfinished_header_line_cannot_grow_past_the_ceiling(port: int) -> None:
+    """One header line sent a kilobyte at a time and never finished is refused with a 400
+    once the head passes MAX_HEADER_BYTES, long before the head deadline: the parser holds
+    an unfinished line whole, so it must not be let to grow."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Pad: ")
+        refused_after = None
+        for sent in range(1, 4 * MAX_HEADER_BYTES // 1024):
+            try:
+                sock.sendall(b"a" * 1024)
+            except (BrokenPipeError, ConnectionResetError):
+                refused_after = sent
+                break
+            time.sleep(0.005)
+        statuses, closed = _answers(sock, 1)
+    assert closed and statuses == [b"400"], (statuses, refused_after)
+
+
+def test_a_trailer_is_not_taken_for_a_request_header(port: int) -> None:
+    """A chunked body's trailer (here `x-trailer`) does not join the request's headers, which
+    the app and its middleware read as the client's."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"POST /headers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     b"3\r\nabc\r\n0\r\nX-Trailer: 1\r\n\r\n")  # fmt: skip
+        sock.settimeout(3)
+        answer = sock.recv(65536)
+    assert answer.startswith(b"HTTP/1.1 200 "), answer
+    names = answer.split(b"\r\n\r\n", 1)[1]
+    assert b"host" in names and b"x-trailer" not in names, names
