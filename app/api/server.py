@@ -13,8 +13,12 @@ failed accept. So:
 - between requests, `keep_alive_s` (uvicorn's timeout_keep_alive);
 - at most `max_connections` connections and requests at once (uvicorn's limit_concurrency):
   beyond it, requests are answered 503 at once instead of queueing behind the ones held;
-- a request head (request line and headers) is at most 16 KiB, answered 400 beyond it, and
-  WebSocket upgrades are off.
+- a client that reads none of an answer the server is sending is cut off after
+  `request_timeout_s`;
+- a request head (request line and headers) is at most 16 KiB, and so are a chunked body's
+  trailers; at most 32 requests of one connection are read and not yet answered (pipelined);
+  beyond either, the request is answered 400 and the connection closed. WebSocket upgrades
+  are off.
 
 The protocol is uvicorn's httptools one (llhttp, Node.js's HTTP parser, in C): every request
 costs the server less than with the pure-Python h11 (docs/performance.md).
@@ -32,8 +36,13 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-#: The largest request head (request line and headers) accepted, in bytes.
+#: The largest request head (request line and headers) accepted, in bytes; a chunked body's
+#: trailers have as much again.
 MAX_HEADER_BYTES = 16 * 1024
+#: The most requests one connection may have read and not yet answered (pipelined): beyond,
+#: it is answered 400 and closed, so that a client that sends without reading cannot queue
+#: requests without end.
+MAX_PIPELINED = 32
 
 _TIMEOUT_BODY = b"the request did not arrive in time\n"
 #: The answer to a connection whose request head did not arrive in time (written raw: no
@@ -44,9 +53,10 @@ _TIMED_OUT = (
 )
 
 
-class HeadTooLarge(Exception):
-    """A request head over MAX_HEADER_BYTES. Raised in a parser callback, it makes the parser
-    fail, and uvicorn answers 400 and closes the connection."""
+class Refused(Exception):
+    """A request head or trailer over MAX_HEADER_BYTES, or one pipelined request too many.
+    Raised in a parser callback, it makes the parser fail, and uvicorn answers 400 and closes
+    the connection."""
 
 
 class DeadlineProtocol(HttpToolsProtocol):
@@ -56,7 +66,9 @@ class DeadlineProtocol(HttpToolsProtocol):
     The client owes a head from the connection's opening or from the last answer, and a
     request's body from the end of its head. While an earlier request is still being answered
     it owes nothing: uvicorn stops reading behind a pipelined request, so the rest of the next
-    one cannot come until the answers before it are sent."""
+    one cannot come until the answers before it are sent. While an answer cannot be sent
+    because the client reads nothing, the client owes its reading: the connection is cut
+    after `request_timeout_s`."""
 
     header_timeout_s: float = 10.0
     request_timeout_s: float = 60.0
@@ -70,13 +82,16 @@ class DeadlineProtocol(HttpToolsProtocol):
         self._reading: str | None = None
         #: Requests read up to the end of their head and not answered yet.
         self._unanswered = 0
-        #: The head's bytes so far: its URL and finished header lines, and what the parser
-        #: holds of an unfinished line (`_unfinished`, counted in `data_received`).
+        #: The head's bytes so far (after it, the trailers'): its URL and finished lines, and
+        #: what the parser holds of an unfinished one (`_unfinished`, counted in
+        #: `data_received`: the parser keeps a line whole, however long, until it ends).
         self._head_bytes = 0
         self._unfinished = 0
-        #: Parser callbacks that counted head bytes, so that `data_received` knows whether a
-        #: chunk went whole into an unfinished header line.
-        self._counted = 0
+        #: Parser callbacks so far, so that `data_received` knows when a chunk went whole
+        #: into what the parser holds.
+        self._callbacks = 0
+        #: Cuts the connection while the client does not read its answers.
+        self._stalled: asyncio.TimerHandle | None = None
 
     # -- uvicorn's protocol hooks and the parser's callbacks -----------------------------
 
@@ -85,13 +100,14 @@ class DeadlineProtocol(HttpToolsProtocol):
         self._rearm()
 
     def data_received(self, data: bytes) -> None:
-        counted = self._counted
+        callbacks = self._callbacks
         super().data_received(data)
-        if self._reading == "head" and self._counted == counted:
-            # The parser kept all of it for a header line it has not finished, and it keeps
-            # such a line whole, however long: count it here.
+        if self._reading is not None and self._callbacks == callbacks:
+            # All of it went into what the parser holds without a word: an unfinished header
+            # line, or after a chunked body an unfinished trailer or chunk line.
             self._unfinished += len(data)
-            if self._head_bytes + self._unfinished > MAX_HEADER_BYTES:
+            over = self._head_bytes + self._unfinished > MAX_HEADER_BYTES
+            if over and not self.transport.is_closing():  # not refused by the parser already
                 message = "Invalid HTTP request received."
                 self.logger.warning(message)
                 self.send_400_response(message)
@@ -99,7 +115,7 @@ class DeadlineProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._reading, self._head_bytes, self._unfinished = "head", 0, 0
-        self._counted += 1
+        self._callbacks += 1
         self._rearm()
 
     def on_url(self, url: bytes) -> None:
@@ -107,20 +123,29 @@ class DeadlineProtocol(HttpToolsProtocol):
         super().on_url(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        self._count(len(name) + len(value) + 4)  # ": " and CRLF
         if self._reading == "body":
             return  # a trailer after a chunked body: not one of the request's headers
-        self._count(len(name) + len(value) + 4)  # ": " and CRLF
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
+        if self._unanswered >= MAX_PIPELINED:
+            raise Refused(f"more than {MAX_PIPELINED} requests read and not answered")
         super().on_headers_complete()
-        self._reading = "body"
+        self._reading, self._head_bytes, self._unfinished = "body", 0, 0
+        self._callbacks += 1
         self._unanswered += 1
         self._rearm()
+
+    def on_body(self, body: bytes) -> None:
+        self._callbacks += 1
+        self._unfinished = 0
+        super().on_body(body)
 
     def on_message_complete(self) -> None:
         super().on_message_complete()
         self._reading = None
+        self._callbacks += 1
         self._rearm()
 
     def on_response_complete(self) -> None:
@@ -128,17 +153,30 @@ class DeadlineProtocol(HttpToolsProtocol):
         super().on_response_complete()
         self._rearm()
 
+    def pause_writing(self) -> None:
+        super().pause_writing()
+        if self._stalled is None:
+            self._stalled = self.loop.call_later(self.request_timeout_s, self.transport.abort)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._stalled is not None:
+            self._stalled.cancel()
+            self._stalled = None
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel()
+        if self._stalled is not None:
+            self._stalled.cancel()
         super().connection_lost(exc)
 
     # -- the head's size and the deadline ------------------------------------------------
 
     def _count(self, size: int) -> None:
-        self._counted += 1
+        self._callbacks += 1
         self._head_bytes, self._unfinished = self._head_bytes + size, 0
         if self._head_bytes > MAX_HEADER_BYTES:
-            raise HeadTooLarge(f"request head over {MAX_HEADER_BYTES} bytes")
+            raise Refused(f"request head or trailers over {MAX_HEADER_BYTES} bytes")
 
     def _rearm(self) -> None:
         """The deadline for what the client owes now (a deadline already running for it runs

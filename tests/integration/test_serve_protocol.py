@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 import uvicorn
 
-from rewake.api.server import MAX_HEADER_BYTES, server_config
+from rewake.api.server import MAX_HEADER_BYTES, MAX_PIPELINED, server_config
 
+#: The size of `/big`'s answer: far more than the socket buffers of both ends hold.
+BIG = 8 * 1024 * 1024
 #: Deadlines short enough for a test: one second for a head, two for a body.
 SETTINGS = SimpleNamespace(header_timeout_s=1.0, request_timeout_s=2.0, keep_alive_s=5.0,
                            max_connections=64)  # fmt: skip
@@ -25,10 +27,12 @@ SETTINGS = SimpleNamespace(header_timeout_s=1.0, request_timeout_s=2.0, keep_ali
 
 async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
     """`/slow` answers after 1.5 s, `/early` at once without reading its body, `/headers` with
-    the request's header names; anything else at once."""
+    the request's header names, `/big` with 8 MiB; anything else at once with its path."""
     path = scope["path"]
     body = path.encode()
-    if path == "/slow":
+    if path == "/big":
+        body = b"b" * BIG
+    elif path == "/slow":
         await asyncio.sleep(1.5)
     elif path == "/headers":
         while (await receive()).get("more_body"):
@@ -132,3 +136,57 @@ def test_a_trailer_is_not_taken_for_a_request_header(port: int) -> None:
     assert answer.startswith(b"HTTP/1.1 200 "), answer
     names = answer.split(b"\r\n\r\n", 1)[1]
     assert b"host" in names and b"x-trailer" not in names, names
+
+
+def test_an_endless_trailer_cannot_grow_past_the_ceiling(port: int) -> None:
+    """A chunked body whose trailer line never ends is refused with a 400 once the trailer
+    passes MAX_HEADER_BYTES, long before the body deadline: the parser holds an unfinished
+    trailer whole, as it does a header line."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"POST /headers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     b"3\r\nabc\r\n0\r\nX-T: ")  # fmt: skip
+        for _ in range(4 * MAX_HEADER_BYTES // 1024):
+            try:
+                sock.sendall(b"a" * 1024)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            time.sleep(0.005)
+        statuses, closed = _answers(sock, 1)
+    assert closed and statuses == [b"400"], statuses
+
+
+@pytest.mark.parametrize(
+    ("requests", "refused"), [(MAX_PIPELINED, False), (MAX_PIPELINED + 8, True)]
+)
+def test_a_client_cannot_queue_pipelined_requests_without_end(
+    port: int, requests: int, refused: bool
+) -> None:
+    """MAX_PIPELINED requests written at once are all answered; a few more, and the
+    connection is answered 400 and closed, so that a client that sends without reading its
+    answers cannot make the server queue requests without end."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"GET /a HTTP/1.1\r\nHost: x\r\n\r\n" * requests)
+        statuses, closed = _answers(sock, 2)
+    if refused:
+        assert closed and b"400" in statuses, statuses
+    else:  # each answered, then (idle past the head deadline) a 408
+        assert statuses[:requests] == [b"200"] * requests and b"400" not in statuses, statuses
+
+
+def test_a_client_that_does_not_read_its_answer_is_cut_off(port: int) -> None:
+    """A client that asks for a large answer and reads none of it is cut off once the answer
+    has waited the body deadline to be sent, instead of holding the connection and the
+    answer's memory for good."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", port))
+        sock.sendall(b"GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+        time.sleep(SETTINGS.request_timeout_s + 1.5)
+        received = 0
+        sock.settimeout(2)
+        try:
+            while chunk := sock.recv(65536):
+                received += len(chunk)
+        except (ConnectionResetError, TimeoutError):
+            pass
+    assert received < BIG, "the connection was kept, with the whole answer to read"
