@@ -132,9 +132,15 @@ def test_a_trailer_is_not_taken_for_a_request_header(port: int) -> None:
         sock.sendall(b"POST /headers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                      b"3\r\nabc\r\n0\r\nX-Trailer: 1\r\n\r\n")  # fmt: skip
         sock.settimeout(3)
-        answer = sock.recv(65536)
-    assert answer.startswith(b"HTTP/1.1 200 "), answer
-    names = answer.split(b"\r\n\r\n", 1)[1]
+        with sock.makefile("rb") as reader:
+            status = reader.readline()
+            length = 0
+            while (line := reader.readline()) not in (b"\r\n", b""):
+                name, _, value = line.partition(b":")
+                if name.lower() == b"content-length":
+                    length = int(value)
+            names = reader.read(length)  # the body may come in a segment of its own
+    assert status.startswith(b"HTTP/1.1 200 "), status
     assert b"host" in names and b"x-trailer" not in names, names
 
 
