@@ -97,8 +97,10 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 @contextmanager
-def server(database_url: str, cpus: str | None) -> Iterator[Server]:
-    """`rewake serve` in its own process (it migrates the schema), until it answers."""
+def server(database_url: str, cpus: str | None, *, under: Sequence[str] = (),
+           patience_s: float = 30) -> Iterator[Server]:  # fmt: skip
+    """`rewake serve` in its own process (it migrates the schema), until it answers; run
+    `under` a tool (valgrind) when given, with `patience_s` to start and to stop."""
     port = free_port()
     env = os.environ | {
         "REWAKE_DATABASE_URL": database_url,
@@ -106,15 +108,15 @@ def server(database_url: str, cpus: str | None) -> Iterator[Server]:
         "REWAKE_LOG_LEVEL": "WARNING",
     }
     # The API alone: no sweeper in the process, so that every armed mark stays armed.
-    command = [sys.executable, "-m", "rewake", "serve", "--port", str(port), "--no-sweeper"]
-    process = subprocess.Popen(pinned(command, cpus), cwd=ROOT, env=env)
+    serve = [sys.executable, "-m", "rewake", "serve", "--port", str(port), "--no-sweeper"]
+    process = subprocess.Popen(pinned([*under, *serve], cpus), cwd=ROOT, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
-        wait_until_up(url, process)
+        wait_until_up(url, process, timeout_s=patience_s)
         yield Server(url, process.pid)
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        process.wait(timeout=patience_s)
 
 
 @contextmanager

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import re
 import shutil
 import subprocess
@@ -27,8 +26,8 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from api_bench import ROOT, free_port, wait_until_up
-from load_generators import AUTO_RESUME, FAILURES, HEALTHZ, TOKEN, burst
+from api_bench import server
+from load_generators import AUTO_RESUME, FAILURES, HEALTHZ, burst
 
 #: Requests sent before counting, so that one-time work (imports, compiling statements) is
 #: not counted.
@@ -55,39 +54,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     with tempfile.TemporaryDirectory() as directory:
         dumps = Path(directory)
-        port = free_port()
-        env = os.environ | {
-            "REWAKE_DATABASE_URL": f"sqlite:///{directory}/bench.db",
-            "REWAKE_API_TOKENS": f"bench:{TOKEN}",
-            "REWAKE_LOG_LEVEL": "WARNING",
-        }
-        command = [
-            "valgrind", "--tool=callgrind", f"--callgrind-out-file={dumps}/callgrind.out",
-            sys.executable, "-m", "rewake", "serve", "--port", str(port), "--no-sweeper",
-        ]  # fmt: skip
-        server = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.DEVNULL)
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_until_up(url, server, timeout_s=600)
+        callgrind = ["valgrind", "--tool=callgrind", f"--log-file={dumps}/valgrind.log",
+                     f"--callgrind-out-file={dumps}/callgrind.out"]  # fmt: skip
+        database = f"sqlite:///{directory}/bench.db"
+        with server(database, None, under=callgrind, patience_s=600) as serving:
             routes = (FAILURES, AUTO_RESUME, HEALTHZ)
             warm = [f"warm-{uuid.uuid4().hex[:8]}-{n}" for n in range(WARM_UP)]
             for route in routes:
-                asyncio.run(burst(url, route, warm, 4, timeout_s=600))
+                asyncio.run(burst(serving.url, route, warm, 4, timeout_s=600))
             roots = [f"count-{uuid.uuid4().hex[:8]}-{n}" for n in range(args.requests)]
             print(f"rewake serve on SQLite under callgrind, {args.requests} requests a route")
             print(f"  {'route':<22}{'instructions per request':>26}")
             for route in routes:
-                zero = ["callgrind_control", "--zero", str(server.pid)]
+                zero = ["callgrind_control", "--zero", str(serving.pid)]
                 subprocess.run(zero, check=True, capture_output=True)
-                sent = asyncio.run(burst(url, route, roots, 4, timeout_s=600))
+                sent = asyncio.run(burst(serving.url, route, roots, 4, timeout_s=600))
                 if sent.errors:
                     print(f"  {route}: errors {sent.error_kinds}", file=sys.stderr)
                     return 1
-                count = counted(server.pid, dumps, route)
+                count = counted(serving.pid, dumps, route)
                 print(f"  {route:<22}{count / args.requests / 1e6:>24.3f} M")
-        finally:
-            server.terminate()
-            server.wait(timeout=120)
     return 0
 
 
