@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
+from http_support import read_answer
 from sweeper_support import REPO, free_port, stop_all, wait_until
 
 #: Deadlines short enough for a test: the defaults are 10 s for a head and 60 s for a body.
@@ -147,25 +148,10 @@ def test_a_busy_keep_alive_connection_is_not_cut_off(serve: Any) -> None:
         reader = sock.makefile("rb")
         for _ in range(6):
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-            assert reader.readline().startswith(b"HTTP/1.1 200 ")
-            length = 0
-            while (line := reader.readline()) not in (b"\r\n", b""):
-                name, _, value = line.decode("latin-1").partition(":")
-                if name.lower() == "content-length":
-                    length = int(value)
-            assert len(reader.read(length)) == length
+            answer = read_answer(reader)
+            assert answer.status.startswith(b"HTTP/1.1 200 ")
+            assert len(answer.body) == answer.length
             time.sleep(0.5)
-
-
-def _read_answer(reader: Any) -> tuple[bytes, bytes]:
-    """The status line and body of one answer read from a socket's file."""
-    status = reader.readline()
-    length = 0
-    while (line := reader.readline()) not in (b"\r\n", b""):
-        name, _, value = line.decode("latin-1").partition(":")
-        if name.lower() == "content-length":
-            length = int(value)
-    return status, reader.read(length)
 
 
 @pytest.mark.parametrize(("size", "answered"), [(15 * 1024, b"200"), (17 * 1024, b"400")])
@@ -178,7 +164,7 @@ def test_a_request_head_over_16_kib_is_refused(serve: Any, size: int, answered: 
             sock.makefile("rb") as reader:  # fmt: skip
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: "
                      + b"p" * size + b"\r\n\r\n")  # fmt: skip
-        status, _body = _read_answer(reader)
+        status = read_answer(reader).status
         assert status.split()[1] == answered, status
         if answered == b"400":
             assert reader.read() == b""  # closed
@@ -194,8 +180,8 @@ def test_pipelined_requests_are_all_answered_in_order(serve: Any) -> None:
         paths = [b"/healthz", b"/no-such-route", b"/healthz"]
         sock.sendall(b"".join(b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" % path
                               for path in paths))  # fmt: skip
-        statuses = [_read_answer(reader)[0].split()[1] for _ in paths]
+        statuses = [read_answer(reader).status.split()[1] for _ in paths]
         assert statuses == [b"200", b"404", b"200"]
         time.sleep(0.5)  # within the 1 s head deadline, which runs from the last answer
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-        assert _read_answer(reader)[0].split()[1] == b"200"
+        assert read_answer(reader).status.split()[1] == b"200"
