@@ -7,7 +7,13 @@ REWAKE_TEST_POSTGRES_URL is set, on PostgreSQL in a schema of its own. Over 16 c
 the load generator sends 5,000 failure reports, each for a new session, then 5,000 PUT
 auto-resume, one for each of those sessions; then as many `GET /healthz`, printed beside them
 for scale (no goal is set on a ratio to it). Beside each burst's latencies: the server's CPU
-time per request (Linux), which says what a route costs whatever the machine's queueing.
+time per request (Linux), which says what a route costs whatever the machine's queueing, and
+the floor that cost alone puts under each write burst's latency. Where the server has one core
+(a 2-CPU machine), it answers at most one request per CPU time per request, so with every
+connection busy a request waits on average at least connections x that (Little's law); with
+more cores the floor is rough (Python runs one thread at a time, SQLite beside it). A floor
+near the goal says that the route's CPU cost on this machine, not queueing in the server,
+stands between p99 and its goal.
 
 Goals: no request answered with an error; every PUT arms a mark (its answer says `armed`, and
 /metrics counts as many armed marks); the p99 of each write burst under 50 ms on SQLite and
@@ -197,6 +203,10 @@ def report(result: Run, connections: int, placement: Placement) -> list[tuple[st
     puts = result.bursts[AUTO_RESUME]
     print(f"  PUTs answered armed: {puts.armed} of {puts.requests}; "
           f"armed marks in /metrics: {result.marks_armed}")  # fmt: skip
+    floors = [f"{route} {connections * cpu:.1f} ms" for route in (FAILURES, AUTO_RESUME)
+              if (cpu := result.cpu_ms[route]) is not None]  # fmt: skip
+    if floors:
+        print(f"  floor on the mean ({connections} connections x CPU ms/req): {', '.join(floors)}")
     goal = P99_GOAL_MS[result.name]
     writes = [result.bursts[FAILURES], puts]
     return [
