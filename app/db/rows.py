@@ -33,7 +33,7 @@ def insert_kept(db: Session, row: Row) -> Row:
         for name, value in zip(assigned, returned, strict=True):
             setattr(row, name, value)
     else:
-        db.execute(_insert_into(model), row.model_dump())
+        insert_row(db, row)
     return keep_as_loaded(db, row)
 
 
