@@ -288,6 +288,8 @@ def test_limit_inside_workflow_is_reported_and_resume_resends_only_lost_agents(
     assert code == 0, out
     assert served.mock.counts(before) == Counter({4: 1, 5: 1, 6: 1}), (served.mock.main, out)
     assert "replays 3 of 6 agents from cache; 3 run live" in out, out
+    (kept,) = case.record("wf-limit")["extra"]["workflow_predictions"]["2"]
+    assert (kept["cached"], kept["live"], kept["ran_live"]) == (3, 3, 3), kept
     assert case.attempts("wf-limit") == [(1, "failed"), (2, "completed")], out
 
 

@@ -184,3 +184,16 @@ def test_a_finished_run_is_not_resumed(tmp_path: Path) -> None:
     wf.remember(extra, wf.runs_in_events([_tool_result(journal.parent)]), SESSION)
     plan = wf.plan_resume(extra, "88888888-8888-4888-8888-888888888888")
     assert plan.run_ids == () and plan.prompt("Go on.") == "Go on."
+
+
+def test_what_ran_live_is_written_beside_the_prediction(tmp_path: Path) -> None:
+    """After the resume, the started entries it appended are what ran live, kept beside the
+    prediction; a prediction already noted is not counted twice."""
+    journal = _write_run(tmp_path, SESSION, LIMIT_AT_4)
+    kept = [wf.predict(wf.read_journal(journal)).as_json()]
+    with journal.open("a") as more:
+        for key in ("v2:k4", "v2:n5", "v2:n6"):
+            more.write(json.dumps(_started(key, key)) + "\n" + json.dumps(_result(key)) + "\n")
+    assert wf.note_ran_live(kept) == [f"{RUN}: 3 agents ran live (predicted 3)"]
+    assert kept[0]["ran_live"] == 3
+    assert wf.note_ran_live(kept) == []

@@ -321,6 +321,10 @@ class Runner:
         and the journals' gap), so that auto-resume is offered for it."""
         if self.provider.name != "claude":
             return finished, verdict
+        kept = self.record.extra.get("workflow_predictions", {}).get(str(self.record.attempt))
+        for line in workflows.note_ran_live(kept or []):
+            self._say(f"· {line}")
+            records.save(self.record)
         runs = workflows.runs_in_events(finished.events)
         if workflows.remember(self.record.extra, runs, finished.session_id):
             records.save(self.record)
@@ -330,6 +334,13 @@ class Runner:
         limited = dataclasses.replace(finished, events=list(found.events), tail=found.message())
         read = classify(self.provider, limited, self.options.zone)
         return limited, Classified(True, read.verdict, False, "provider_quota")
+
+    def _replayed(self) -> str | None:
+        """What this attempt's workflow resumes replayed, beside the fired mark's outcome."""
+        kept = self.record.extra.get("workflow_predictions", {}).get(str(self.record.attempt))
+        words = [f"{k['run_id']}: {k['cached']} of {k['total']} agents from cache, "
+                 f"{k.get('ran_live')} ran live" for k in kept or []]  # fmt: skip
+        return "; ".join(words) or None
 
     def _refuse_cold(self, step: Step) -> int:
         """A resume that would start a workflow over: not fired, and the mark says why."""
@@ -481,7 +492,7 @@ class Runner:
 
     def _finish_fire(self, fire: Fire, finished: Finished, verdict: Classified) -> None:
         if finished.started:
-            state, code, detail = "done", "resumed_in_foreground", None
+            state, code, detail = "done", "resumed_in_foreground", self._replayed()
         elif verdict.missing_conversation:
             state, code, detail = "failed", "conversation_missing", "no conversation to continue"
         else:

@@ -95,6 +95,10 @@ class Prediction:
     total: int
     #: Agents of the run that had returned (a 0 % prediction with some is refused).
     completed: int
+    #: The journal the resume will read, and its `started` entries before it: what the
+    #: resume appends to it afterwards is what ran live (ran_live).
+    journal: str = ""
+    started_entries: int = 0
 
     @property
     def live(self) -> int:
@@ -115,7 +119,8 @@ class Prediction:
 
     def as_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "cached": self.cached, "total": self.total,
-                "live": self.live, "completed": self.completed}  # fmt: skip
+                "live": self.live, "completed": self.completed, "journal": self.journal,
+                "started_entries": self.started_entries}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -170,7 +175,25 @@ def read_journal(path: Path, run_id: str | None = None) -> Journal:
 
 def predict(journal: Journal) -> Prediction:
     completed = sum(1 for key in journal.order if key in journal.returned)
-    return Prediction(journal.run_id, journal.cached_prefix, len(journal.order), completed)
+    return Prediction(journal.run_id, journal.cached_prefix, len(journal.order), completed,
+                      str(journal.path), journal.started_entries)  # fmt: skip
+
+
+def note_ran_live(kept: list[dict[str, Any]]) -> list[str]:
+    """After the resume: how many agents it ran live per run (the `started` entries it added
+    to the journal), written into the kept predictions beside what they predicted."""
+    said: list[str] = []
+    for item in kept:
+        if not isinstance(item, dict) or "ran_live" in item or not item.get("journal"):
+            continue
+        try:
+            now = read_journal(Path(str(item["journal"])), str(item.get("run_id")))
+        except WorkflowError:
+            continue
+        item["ran_live"] = now.started_entries - int(item.get("started_entries") or 0)
+        said.append(f"{item.get('run_id')}: {item['ran_live']} agents ran live "
+                    f"(predicted {item.get('live')})")  # fmt: skip
+    return said
 
 
 # -- what the attempt's events say ------------------------------------------------------------
