@@ -111,9 +111,11 @@ class WorkflowMock:
         found = _AGENT.search(first)
         if found:
             n = int(found.group(1))
+            # The limit holds until its reset, as the provider's does.
+            limited = n in self.limited and time.time() < self.reset_epoch
             with self._lock:
-                self.agents.append((n, "limit" if n in self.limited else "ok"))
-            if n in self.limited:
+                self.agents.append((n, "limit" if limited else "ok"))
+            if limited:
                 limit = mp.claude_limit(self.reset_epoch, "five_hour")
                 return 429, limit.headers, json.dumps(limit.body).encode()
             return 200, {}, _message(request, serial, {"type": "text", "text": f"done{n}"})
@@ -293,6 +295,27 @@ def test_limit_inside_workflow_is_reported_and_resume_resends_only_lost_agents(
     assert case.attempts("wf-limit") == [(1, "failed"), (2, "completed")], out
 
 
+def test_auto_resume_fires_after_the_reset_and_replays_the_returned_agents(
+    case: Case, served: Served
+) -> None:
+    """`rewake run --auto-resume`: the workflow's limit arms a resume, rewake waits for the
+    reset and fires it in the foreground; the provider gets agents 4, 5, 6 once more and no
+    request before the reset."""
+    served.mock.limited = {4, 5, 6}
+    served.mock.reset_epoch = int(time.time()) + 8
+    code, out = case.rewake("--provider", "claude", "--name", "wf-auto", "--auto-resume", "--",
+                            "claude", "--allowedTools", "Workflow", "-p",
+                            "WFTEST use a workflow")  # fmt: skip
+    assert code == 0, out
+    assert out.count("firing auto-resume") == 1, out
+    assert served.mock.agents == [(1, "ok"), (2, "ok"), (3, "ok"), (4, "limit"), (5, "limit"),
+                                  (6, "limit"), (4, "ok"), (5, "ok"), (6, "ok")], out  # fmt: skip
+    assert case.attempts("wf-auto") == [(1, "failed"), (2, "completed")], out
+    assert case.session("wf-auto")["mark"]["state"] == "done", out
+    (kept,) = case.record("wf-auto")["extra"]["workflow_predictions"]["2"]
+    assert (kept["cached"], kept["ran_live"]) == (3, 3), kept
+
+
 def test_resume_after_session_id_change_finds_the_journal(case: Case, served: Served) -> None:
     """The conversation goes on under a new session id (a fork): the real CLI looks for the
     journal under that id only and finds nothing; rewake copies the run's folder there
@@ -330,7 +353,7 @@ def test_resume_after_session_id_change_finds_the_journal(case: Case, served: Se
 def test_resume_that_would_replay_nothing_is_refused(case: Case, served: Served) -> None:
     """A limit at agent 1 while 2-6 return: the cache replays only agents before the first
     miss, so a resume would run all six again; rewake refuses it and the provider gets
-    nothing more."""
+    nothing more, and forced (--force) it does run all six again."""
     code, out = first_attempt(case, served, "wf-cold", {1})
     assert code == 1, out
     assert case.session("wf-cold")["runs"][0]["attempts"][0]["failure"]["failure_kind"] == (
@@ -342,3 +365,9 @@ def test_resume_that_would_replay_nothing_is_refused(case: Case, served: Served)
     assert code == 3, out
     assert "would replay 0 of 6 agents from cache although 5 had completed" in out, out
     assert (len(served.mock.agents), len(served.mock.main)) == before, out
+    # The prediction was right: forced, the resume runs all six again.
+    code, out = case.rewake("--resume", "wf-cold", "--force")
+    assert code == 0, out
+    assert served.mock.counts(before[0]) == Counter(range(1, AGENTS + 1)), out
+    (kept,) = case.record("wf-cold")["extra"]["workflow_predictions"]["2"]
+    assert (kept["cached"], kept["ran_live"]) == (0, 6), kept
