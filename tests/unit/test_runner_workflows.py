@@ -55,9 +55,10 @@ def _write_run(project: Path, session: str, entries: list[dict[str, Any]], *,
 
 
 def _tool_result(folder: Path) -> dict[str, Any]:
+    session = folder.parents[2] if len(folder.parents) > 2 else folder.parent
     text = (
         "Workflow launched in background. Task ID: wia760so7\nSummary: six sequential agents\n"
-        f"Transcript dir: {folder}\nScript file: {folder.parents[2]}/workflows/scripts/"
+        f"Transcript dir: {folder}\nScript file: {session}/workflows/scripts/"
         f"six-{RUN}.js\nRun ID: {RUN}\n"
     )
     return {"type": "user", "message": {"role": "user", "content": [
@@ -130,6 +131,8 @@ def test_runs_are_read_from_the_workflow_tool_result(tmp_path: Path) -> None:
     assert seen.script is not None and seen.script.name == f"six-{RUN}.js"
     odd = _tool_result(tmp_path / "elsewhere")
     assert wf.runs_in_events([odd]) == []
+    shallow = _tool_result(Path("/") / RUN)
+    assert wf.runs_in_events([shallow]) == []
 
 
 def test_a_gap_is_a_limit_only_with_a_limit_beside_it(tmp_path: Path) -> None:

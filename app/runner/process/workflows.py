@@ -229,11 +229,20 @@ def runs_in_events(events: Sequence[dict[str, Any]]) -> list[SeenRun]:
                 continue
             script = _RESULT_SCRIPT.search(text)
             path = Path(folder.group(1))
-            if path.name != run.group(1) or not path.is_absolute():
+            if path.name != run.group(1) or not in_layout(path):
                 continue  # not the layout docs/workflows.md describes: not a guess either
             seen[run.group(1)] = SeenRun(run.group(1), path,
                                          Path(script.group(1)) if script else None)  # fmt: skip
     return list(seen.values())
+
+
+def in_layout(run_folder: Path) -> bool:
+    """Whether a run's folder is `<project>/<session>/subagents/workflows/<run-id>`."""
+    return (
+        run_folder.is_absolute()
+        and len(run_folder.parents) >= 4
+        and (run_folder.parent.parent.name, run_folder.parent.name) == RUNS_UNDER_SESSION
+    )
 
 
 def rejected_limits(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -368,6 +377,8 @@ def plan_resume(extra: Mapping[str, Any], session_id: str) -> ResumePlan:
         if not RUN_ID.fullmatch(run_id) or not isinstance(seen, dict):
             continue
         recorded = Path(str(seen.get("journal")))
+        if recorded.name != JOURNAL or not in_layout(recorded.parent):
+            continue  # a record edited by hand: not a path to copy from or to
         try:
             journal = read_journal(recorded, run_id)
         except WorkflowError:
