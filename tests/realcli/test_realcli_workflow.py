@@ -47,6 +47,15 @@ SCRIPT = (
     "}\n"
     "return { out }\n"
 )
+#: Eight agents called at once through parallel().
+PARALLEL = (
+    "export const meta = { name: 'par', description: 'eight parallel agents', "
+    "phases: [{ title: 'Work' }] }\n"
+    "const ids = [1, 2, 3, 4, 5, 6, 7, 8]\n"
+    "const out = await parallel(ids.map(i => () => agent(`AGENT-${i}: reply with the word "
+    "done${i}`, { label: `p${i}`, phase: 'Work' })))\n"
+    "return { out: out.filter(Boolean) }\n"
+)
 _AGENT = re.compile(r"AGENT-(\d+): reply")
 _NAMED_RESUME = re.compile(r'scriptPath: "([^"]+)", resumeFromRunId: "(wf_[a-z0-9-]{6,})"')
 
@@ -100,6 +109,7 @@ class WorkflowMock:
     #: The agents (1-based) that get the usage limit; changed between attempts.
     limited: set[int] = field(default_factory=set)
     reset_epoch: int = 0
+    script: str = SCRIPT
     #: Every agent prompt that reached the mock, in order, with what it got.
     agents: list[tuple[int, str]] = field(default_factory=list)
     main: list[str] = field(default_factory=list)
@@ -128,7 +138,7 @@ class WorkflowMock:
             call = {"scriptPath": named.group(1), "resumeFromRunId": named.group(2)}
             what, block = f"resume {named.group(2)}", _tool(serial, call)
         elif "WFTEST" in first and not launched:
-            what, block = "launch", _tool(serial, {"script": SCRIPT})
+            what, block = "launch", _tool(serial, {"script": self.script})
         else:
             what, block = "text", {"type": "text", "text": "Done for now."}
         with self._lock:
@@ -371,3 +381,20 @@ def test_resume_that_would_replay_nothing_is_refused(case: Case, served: Served)
     assert served.mock.counts(before[0]) == Counter(range(1, AGENTS + 1)), out
     (kept,) = case.record("wf-cold")["extra"]["workflow_predictions"]["2"]
     assert (kept["cached"], kept["ran_live"]) == (0, 6), kept
+
+
+def test_parallel_calls_made_alongside_the_limited_one_are_replayed(
+    case: Case, served: Served
+) -> None:
+    """parallel() of eight with a limit at agent 1: the other seven were called before agent
+    1 ended, so the resume replays them and runs agent 1 alone; rewake predicts that and does
+    not refuse it."""
+    served.mock.script = PARALLEL
+    code, out = first_attempt(case, served, "wf-par", {1})
+    assert code == 1, out
+    assert served.mock.counts() == Counter(range(1, 9)), out
+    after_the_reset(served)
+    code, out = case.rewake("--resume", "wf-par")
+    assert code == 0, out
+    assert served.mock.counts(8) == Counter({1: 1}), (served.mock.main, out)
+    assert "replays 7 of 8 agents from cache; 1 run live" in out, out

@@ -99,6 +99,9 @@ class Prediction:
     #: resume appends to it afterwards is what ran live (ran_live).
     journal: str = ""
     started_entries: int = 0
+    #: Read from the run's record (when each agent was called and ended); False: from the
+    #: journal alone, where `cached` is a floor (the agents before the first miss).
+    certain: bool = True
 
     @property
     def live(self) -> int:
@@ -106,21 +109,25 @@ class Prediction:
 
     @property
     def refused(self) -> str | None:
-        """Why firing would throw completed work away (None when it would not)."""
-        if self.cached == 0 and self.completed > 0:
+        """Why firing would throw completed work away (None when it would not, or when the
+        prediction is only a floor)."""
+        if self.certain and self.cached == 0 and self.completed > 0:
             return (f"resume of {self.run_id} would replay 0 of {self.total} agents from cache "
                     f"although {self.completed} had completed: the first agent never returned, "
-                    "and the cache serves only the agents before the first miss")  # fmt: skip
+                    "and every later call waited on it")  # fmt: skip
         return None
 
     def words(self) -> str:
+        if not self.certain:
+            return (f"resume of {self.run_id} replays at least {self.cached} of {self.total} "
+                    f"agents from cache; at most {self.live} run live")  # fmt: skip
         return (f"resume of {self.run_id} replays {self.cached} of {self.total} agents from "
                 f"cache; {self.live} run live")  # fmt: skip
 
     def as_json(self) -> dict[str, Any]:
         return {"run_id": self.run_id, "cached": self.cached, "total": self.total,
                 "live": self.live, "completed": self.completed, "journal": self.journal,
-                "started_entries": self.started_entries}  # fmt: skip
+                "started_entries": self.started_entries, "certain": self.certain}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -173,10 +180,63 @@ def read_journal(path: Path, run_id: str | None = None) -> Journal:
     )  # fmt: skip
 
 
-def predict(journal: Journal) -> Prediction:
-    completed = sum(1 for key in journal.order if key in journal.returned)
-    return Prediction(journal.run_id, journal.cached_prefix, len(journal.order), completed,
-                      str(journal.path), journal.started_entries)  # fmt: skip
+@dataclass(frozen=True)
+class AgentProgress:
+    """One agent() call as the run's record (`<session>/workflows/<run-id>.json`) states it."""
+
+    index: int
+    done: bool
+    #: When the script called agent() (`queuedAt`; a call served from cache: `startedAt`).
+    called_ms: float
+    #: When it ended (`lastProgressAt`); None while it ran.
+    ended_ms: float | None
+
+
+def read_progress(folder: Path) -> list[AgentProgress] | None:
+    """The agents of the run's last execution, from its record; None when there is no record
+    or it is older than the journal (an execution killed after it: the record is written at
+    a run's end, so it would describe an earlier one)."""
+    record = folder.parents[2] / "workflows" / f"{folder.name}.json"  # parents[2]: the session
+    try:
+        if record.stat().st_mtime < (folder / JOURNAL).stat().st_mtime:
+            return None
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    agents: list[AgentProgress] = []
+    for entry in data.get("workflowProgress") or [] if isinstance(data, dict) else []:
+        if not isinstance(entry, dict) or entry.get("type") != "workflow_agent":
+            continue
+        index, called = entry.get("index"), entry.get("queuedAt", entry.get("startedAt"))
+        ended = entry.get("lastProgressAt")
+        if not isinstance(index, int) or not isinstance(called, int | float):
+            return None  # a shape docs/workflows.md does not describe: no guessing
+        stop = float(ended) if isinstance(ended, int | float) else None
+        agents.append(AgentProgress(index, entry.get("state") == "done", float(called), stop))
+    return sorted(agents, key=lambda agent: agent.index) or None
+
+
+def predict(journal: Journal, progress: list[AgentProgress] | None = None) -> Prediction:
+    """What a resume replays. The cache serves every returned agent whose agent() call the
+    script makes before the first agent the resume runs live has finished: the calls before
+    it, and calls that did not wait on it (parallel() makes them all at once); a call made
+    after it finished runs live even when its result is in the journal. The run's record
+    says which calls waited (called after the first lost agent ended); without it, only the
+    agents before the first miss are sure (`certain` False)."""
+    if not progress:
+        completed = sum(1 for key in journal.order if key in journal.returned)
+        return Prediction(journal.run_id, journal.cached_prefix, len(journal.order), completed,
+                          str(journal.path), journal.started_entries, certain=False)  # fmt: skip
+    lost = [agent for agent in progress if not agent.done]
+    first = lost[0] if lost else None
+    end = float("inf") if first is None or first.ended_ms is None else first.ended_ms
+    cached = sum(
+        1 for agent in progress
+        if agent.done and (first is None or agent.index < first.index or agent.called_ms < end)
+    )  # fmt: skip
+    completed = sum(1 for agent in progress if agent.done)
+    return Prediction(journal.run_id, cached, len(progress), completed, str(journal.path),
+                      journal.started_entries)  # fmt: skip
 
 
 def note_ran_live(kept: list[dict[str, Any]]) -> list[str]:
@@ -379,18 +439,24 @@ def plan_resume(extra: Mapping[str, Any], session_id: str) -> ResumePlan:
         recorded = Path(str(seen.get("journal")))
         if recorded.name != JOURNAL or not in_layout(recorded.parent):
             continue  # a record edited by hand: not a path to copy from or to
+        target = findable_at(recorded, session_id)
         try:
-            journal = read_journal(recorded, run_id)
+            # Where the resume will look, once a copy is there: a run resumed there already
+            # has its newer journal there.
+            journal = read_journal(target if target.exists() else recorded, run_id)
         except WorkflowError:
             continue  # gone (the CLI prunes old sessions): nothing to resume or predict
         if not journal.lost:
             continue
-        target = findable_at(recorded, session_id)
         try:
             if target != recorded and not target.exists():
                 copy_run(recorded.parent, target.parent)
                 copied.append(f"{recorded.parent} -> {target.parent}")
-            prediction = predict(read_journal(target, run_id))
+            there = read_journal(target, run_id)
+            progress = read_progress(target.parent)
+            if progress is None and target != recorded and journal.path == recorded:
+                progress = read_progress(recorded.parent)  # a copy no resume has run in yet
+            prediction = predict(there, progress)
         except WorkflowError as error:
             refusal = refusal or (f"the journal of {run_id} cannot be made findable for "
                                   f"session {session_id}: {error.detail}")  # fmt: skip
