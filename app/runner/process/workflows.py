@@ -7,8 +7,9 @@ finds the run's journal again. docs/workflows.md says what the real CLI does; in
   A usage limit inside the run makes the agent return null; the run still ends `completed`
   and `claude -p` exits 0, so the attempt looks finished. The gap between started and
   returned agents, with the rejected rate-limit event beside it, is what says otherwise.
-- `Workflow({scriptPath, resumeFromRunId})` replays returned agents from the journal, by
-  position: up to the first call without a result; that one and every later one run live.
+- `Workflow({scriptPath, resumeFromRunId})` replays a returned agent from the journal when
+  the script calls it before the first agent the resume runs live has finished (the calls
+  before it, and those of a parallel() made alongside it); later calls run live.
 - The resume looks for the journal under the *current* session id only. rewake keeps, per
   session, the run id → journal path it saw, and before a resume copies the run's folder to
   where the current session id points when it is not there (never moving the original).
@@ -75,9 +76,9 @@ class Journal:
 
     @property
     def cached_prefix(self) -> int:
-        """How many agents a resume serves from the journal: the returned ones before the
-        first that did not return (the cache is positional; after the first miss every call
-        runs live, even one whose result is on disk)."""
+        """The agents a resume surely serves from the journal: the returned ones before the
+        first that did not return (a floor: calls made alongside that one are served too,
+        which only the run's record tells, see predict)."""
         count = 0
         for key in self.order:
             if key not in self.returned:
