@@ -75,8 +75,8 @@ def register(subparsers: Any) -> None:
     )  # fmt: skip
     run.add_argument(
         "--force", action="store_true",
-        help="with --resume: resume even while the mark is sending or uncertain, or the "
-        "session is cancelled",
+        help="with --resume: resume even while the mark is sending or uncertain, the "
+        "session is cancelled, or its workflow would replay none of its completed agents",
     )  # fmt: skip
     which = run.add_mutually_exclusive_group()
     which.add_argument("--resume", metavar="NAME", help="resume a supervised session by hand")
@@ -304,7 +304,7 @@ def _resume(args: argparse.Namespace, rest: list[str]) -> int:
             print(printable(f"rewake run: note: {early}"), file=sys.stderr)
         store.manual_resume(record.root_id, record.run_id)
         return _run_resume(store, record, lock, rest, auto=auto, wait=True,
-                           fresh_allowed=args.fresh_if_missing)  # fmt: skip
+                           fresh_allowed=args.fresh_if_missing, force=args.force)  # fmt: skip
 
     return _with_store(work)
 
@@ -353,12 +353,13 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
 
 def _run_resume(
     store: Store, record: RunRecord, lock: SessionLock, rest: list[str], *, auto: bool, wait: bool,
-    fresh_allowed: bool, env: dict[str, str] | None = None,
+    fresh_allowed: bool, env: dict[str, str] | None = None, force: bool = False,
 ) -> int:  # fmt: skip
     """The provider's resume form under supervision, as the next attempt of `record`'s run."""
 
     _refresh_version(record, env)
     runner = _runner(store, record, provider_named(record.provider), lock, auto_resume=auto,
                      wait=wait, env=env)  # fmt: skip
+    runner.options.cold_workflow_ok = force  # a workflow's 0 % resume too (docs/workflows.md)
     prompt = " ".join(rest) or _manual_prompt()
     return _run_steps(runner, runner.resume_step(prompt, fresh_allowed=fresh_allowed))

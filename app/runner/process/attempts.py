@@ -14,6 +14,7 @@ store cannot take (the service is down) is written to the outbox instead of bein
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import signal
 import uuid
@@ -30,6 +31,7 @@ from rewake.runner.local import records
 from rewake.runner.local.providers import Provider, valid_cli_id
 from rewake.runner.local.records import RunRecord
 from rewake.runner.local.store import JSON, Store, StoreError
+from rewake.runner.process import workflows
 from rewake.runner.process.guard import SessionLock
 from rewake.runner.process.notices import pause_notice
 from rewake.runner.process.outcome import Classified, classify, failure_body
@@ -66,6 +68,8 @@ class Options:
     #: REWAKE_NOTIFY's URLs: told when a limit pauses the session, and about a resume this
     #: process fires itself (a sweeper's resumes are told by the sweeper).
     announcer: Announcer | None = None
+    #: Fire a resume whose workflow would replay 0 % of its completed agents (--force).
+    cold_workflow_ok: bool = False
 
 
 @dataclass
@@ -80,6 +84,8 @@ class Step:
     fresh_allowed: bool
     fire: Fire | None = None
     notes: list[str] = field(default_factory=list)
+    #: Why this resume must not fire (its workflow would start over): docs/workflows.md.
+    refusal: str | None = None
 
 
 class Runner:
@@ -114,8 +120,27 @@ class Runner:
         if session_id is None or self.nothing_saved:
             # run() starts afresh or reports it missing: `--resume` could only fail.
             return Step([], attempt, True, fresh_allowed, fire)
-        argv = self.provider.resume_argv(self.program, self.record.args, session_id, prompt)
-        return Step(argv, attempt, True, fresh_allowed, fire)
+        plan = self._workflow_plan(session_id)
+        argv = self.provider.resume_argv(self.program, self.record.args, session_id,
+                                         plan.prompt(prompt) if plan else prompt)  # fmt: skip
+        step = Step(argv, attempt, True, fresh_allowed, fire)
+        if plan is not None:
+            step.notes = [f"· {p.words()}" for p in plan.predictions]
+            step.notes += [f"· copied the workflow journal {c}" for c in plan.copied]
+            step.refusal = None if self.options.cold_workflow_ok else plan.refusal
+        return step
+
+    def _workflow_plan(self, session_id: str) -> workflows.ResumePlan | None:
+        """Claude's unfinished workflow runs: found, predicted and named (docs/workflows.md);
+        the predictions are kept in the record beside the attempt they are for."""
+        if self.provider.name != "claude" or not self.record.extra.get(workflows.EXTRA_KEY):
+            return None
+        plan = workflows.plan_resume(self.record.extra, session_id)
+        if plan.predictions:
+            kept = self.record.extra.setdefault("workflow_predictions", {})
+            kept[str(self.record.attempt + 1)] = [p.as_json() for p in plan.predictions]
+            records.save(self.record)
+        return plan
 
     @property
     def nothing_saved(self) -> bool:
@@ -226,6 +251,10 @@ class Runner:
                 step.argv, step.started_when_proven = self.fresh_argv(), True
             if not step.argv:
                 return self._no_conversation(step)
+            if step.refusal is not None:
+                return self._refuse_cold(step)
+            for note in step.notes:
+                self._say(note)
             # Handled from the spawn until the attempt is recorded (and the fired mark settled).
             with StopSignals(grace_s=self.options.stop_grace_s) as stop:
                 finished, verdict, answer = self._attempt_recorded(step, stop)
@@ -278,10 +307,51 @@ class Runner:
                 self.fresh_argv(), step.attempt, started_when_proven=True, stop=stop
             )
             verdict = classify(self.provider, finished, self.options.zone)
+        finished, verdict = self._workflow_limit(finished, verdict)
         answer = self._record_end(finished, verdict, step.attempt)
         if step.fire is not None:
             self._finish_fire(step.fire, finished, verdict)
         return finished, verdict, answer
+
+    def _workflow_limit(
+        self, finished: Finished, verdict: Classified
+    ) -> tuple[Finished, Classified]:
+        """Remember the attempt's workflow runs; an attempt that "completed" with agents lost
+        to a usage limit is that limit (its report carries the rejected rate-limit events
+        and the journals' gap), so that auto-resume is offered for it."""
+        if self.provider.name != "claude":
+            return finished, verdict
+        kept = self.record.extra.get("workflow_predictions", {}).get(str(self.record.attempt))
+        for line in workflows.note_ran_live(kept or []):
+            self._say(f"· {line}")
+            records.save(self.record)
+        runs = workflows.runs_in_events(finished.events)
+        if workflows.remember(self.record.extra, runs, finished.session_id):
+            records.save(self.record)
+        found = None if verdict.failed else workflows.limit_in_workflows(finished.events, runs)
+        if found is None:
+            return finished, verdict
+        limited = dataclasses.replace(finished, events=list(found.events), tail=found.message())
+        read = classify(self.provider, limited, self.options.zone)
+        return limited, Classified(True, read.verdict, False, "provider_quota")
+
+    def _replayed(self) -> str | None:
+        """What this attempt's workflow resumes replayed, beside the fired mark's outcome."""
+        kept = self.record.extra.get("workflow_predictions", {}).get(str(self.record.attempt))
+        words = [f"{k['run_id']}: {k['cached']} of {k['total']} agents from cache, "
+                 f"{k.get('ran_live')} ran live" for k in kept or []]  # fmt: skip
+        return "; ".join(words) or None
+
+    def _refuse_cold(self, step: Step) -> int:
+        """A resume that would start a workflow over: not fired, and the mark says why."""
+        self._say(f"■ not resuming {self.record.root_id}: {step.refusal}")
+        self._say(f"  the journal is kept as it is; to start the workflow over anyway: "
+                  f"rewake run --resume {self.record.root_id} --force")  # fmt: skip
+        if step.fire is not None:
+            finish(step.fire, self.options.clock(), "failed", "workflow_cold_resume",
+                   step.refusal)  # fmt: skip
+            self._announce_failed_fire("workflow_cold_resume", step.refusal)
+        return Exit.REFUSED
 
     def _wait(self, mark: JSON) -> Fire | Settled | None:
         """Watch the mark (letting go of the session's lock meanwhile, so that a sweeper's
@@ -422,7 +492,7 @@ class Runner:
 
     def _finish_fire(self, fire: Fire, finished: Finished, verdict: Classified) -> None:
         if finished.started:
-            state, code, detail = "done", "resumed_in_foreground", None
+            state, code, detail = "done", "resumed_in_foreground", self._replayed()
         elif verdict.missing_conversation:
             state, code, detail = "failed", "conversation_missing", "no conversation to continue"
         else:

@@ -1,0 +1,400 @@
+"""`rewake run` supervising a real Claude Code 2.1.332 whose turn runs a workflow (its Workflow
+tool) of six sequential agents, against a mock that answers by what each request is.
+
+The mock answers the main turn's first request with a Workflow tool call (the script runs
+`agent("AGENT-<n>: ...")` for n = 1..6), each agent's request with a short answer or, for the
+agents the case names, a usage limit (429 with the unified headers), and the main turn's
+later requests with text. A resume prompt that names `scriptPath` and `resumeFromRunId` gets
+the Workflow call it names, as a model would make it. What counts is how many times each
+agent's prompt reached the mock: the agents a resume served from the journal never do.
+
+docs/workflows.md says what these runs established about the real CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import mock_provider as mp
+import pytest
+from realcli_drive import Box, claude_env, cli_binary
+from realcli_install import CLAUDE
+
+pytestmark = pytest.mark.realcli
+
+REPO = Path(__file__).absolute().parents[2]
+RUN_TIMEOUT_S = 120
+AGENTS = 6
+SCRIPT = (
+    "export const meta = { name: 'six', description: 'six sequential agents', "
+    "phases: [{ title: 'Work' }] }\n"
+    "const out = []\n"
+    f"for (let i = 1; i <= {AGENTS}; i++) {{\n"
+    "  out.push(await agent(`AGENT-${i}: reply with the word done${i}`, "
+    "{ label: `a${i}`, phase: 'Work' }))\n"
+    "}\n"
+    "return { out }\n"
+)
+#: Eight agents called at once through parallel().
+PARALLEL = (
+    "export const meta = { name: 'par', description: 'eight parallel agents', "
+    "phases: [{ title: 'Work' }] }\n"
+    "const ids = [1, 2, 3, 4, 5, 6, 7, 8]\n"
+    "const out = await parallel(ids.map(i => () => agent(`AGENT-${i}: reply with the word "
+    "done${i}`, { label: `p${i}`, phase: 'Work' })))\n"
+    "return { out: out.filter(Boolean) }\n"
+)
+_AGENT = re.compile(r"AGENT-(\d+): reply")
+_NAMED_RESUME = re.compile(r'scriptPath: "([^"]+)", resumeFromRunId: "(wf_[a-z0-9-]{6,})"')
+
+
+def _texts(message: dict[str, Any]) -> list[str]:
+    content = message.get("content")
+    if isinstance(content, str):
+        return [content]
+    return [b["text"] for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+
+
+def _has_tool_result(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+    )
+
+
+def _message(request: dict[str, Any], serial: int, block: dict[str, Any]) -> bytes:
+    """A streamed Messages answer holding one block (text or a tool call)."""
+    usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0,
+             "cache_read_input_tokens": 0}  # fmt: skip
+    start = {"id": f"msg_wf{serial:04d}", "type": "message", "role": "assistant",
+             "model": request.get("model", "claude-mock"), "content": [], "stop_reason": None,
+             "stop_sequence": None, "usage": usage}  # fmt: skip
+    if block["type"] == "tool_use":
+        opened = {**block, "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        stop = "tool_use"
+    else:
+        opened = {"type": "text", "text": ""}
+        delta = {"type": "text_delta", "text": block["text"]}
+        stop = "end_turn"
+    return mp._sse([
+        ("message_start", {"type": "message_start", "message": start}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": opened}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta",
+                           "delta": {"stop_reason": stop, "stop_sequence": None},
+                           "usage": {"output_tokens": 5}}),
+        ("message_stop", {"type": "message_stop"}),
+    ])  # fmt: skip
+
+
+@dataclass
+class WorkflowMock:
+    """The Messages API on 127.0.0.1, answering by what each request is."""
+
+    #: The agents (1-based) that get the usage limit; changed between attempts.
+    limited: set[int] = field(default_factory=set)
+    reset_epoch: int = 0
+    script: str = SCRIPT
+    #: Every agent prompt that reached the mock, in order, with what it got.
+    agents: list[tuple[int, str]] = field(default_factory=list)
+    main: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def answer(self, request: dict[str, Any], serial: int) -> tuple[int, dict[str, str], bytes]:
+        messages = request.get("messages") or []
+        first = " ".join(_texts(messages[0])) if messages else ""
+        found = _AGENT.search(first)
+        if found:
+            n = int(found.group(1))
+            # The limit holds until its reset, as the provider's does.
+            limited = n in self.limited and time.time() < self.reset_epoch
+            with self._lock:
+                self.agents.append((n, "limit" if limited else "ok"))
+            if limited:
+                limit = mp.claude_limit(self.reset_epoch, "five_hour")
+                return 429, limit.headers, json.dumps(limit.body).encode()
+            return 200, {}, _message(request, serial, {"type": "text", "text": f"done{n}"})
+        last = messages[-1] if messages else {}
+        said = " ".join(_texts(last))
+        named = _NAMED_RESUME.search(said)
+        launched = any(m.get("role") == "assistant" and "Workflow" in json.dumps(m.get("content"))
+                       for m in messages)  # fmt: skip
+        if named and not _has_tool_result(last) and "SYSTEM NOTIFICATION" not in said:
+            call = {"scriptPath": named.group(1), "resumeFromRunId": named.group(2)}
+            what, block = f"resume {named.group(2)}", _tool(serial, call)
+        elif "WFTEST" in first and not launched:
+            what, block = "launch", _tool(serial, {"script": self.script})
+        else:
+            what, block = "text", {"type": "text", "text": "Done for now."}
+        with self._lock:
+            self.main.append(what)
+        return 200, {}, _message(request, serial, block)
+
+    def counts(self, since: int = 0) -> Counter[int]:
+        with self._lock:
+            return Counter(n for n, _ in self.agents[since:])
+
+
+def _tool(serial: int, tool_input: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "tool_use", "id": f"toolu_wf{serial:04d}", "name": "Workflow",
+            "input": tool_input}  # fmt: skip
+
+
+@dataclass
+class Served:
+    mock: WorkflowMock
+    url: str
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    mock = WorkflowMock()
+    serial = iter(range(1_000_000))
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+        def _send(self, status: int, ctype: str, payload: bytes, headers: dict[str, str]) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def do_GET(self) -> None:
+            self._send(404, "application/json", b"{}", {})
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
+                self._send(200, "application/json", b'{"input_tokens": 10}', {})
+                return
+            status, headers, payload = mock.answer(json.loads(raw or b"{}"), next(serial))
+            ctype = "text/event-stream" if status == 200 else "application/json"
+            self._send(status, ctype, payload, headers)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield Served(mock, f"http://127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@dataclass
+class Case:
+    box: Box
+    env: dict[str, str]
+    binary: Path
+
+    def rewake(self, *args: str) -> tuple[int, str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "rewake", "run", *args], cwd=self.box.work, env=self.env,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S,
+        )  # fmt: skip
+        return done.returncode, done.stdout
+
+    def claude(self, *args: str) -> str:
+        done = subprocess.run(
+            [str(self.binary), *args], cwd=self.box.work, env=self.env, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S,
+        )  # fmt: skip
+        return done.stdout
+
+    def record(self, name: str) -> dict[str, Any]:
+        return dict(json.loads((self.box.root / "state" / "runs" / f"{name}.json").read_text()))
+
+    def session(self, name: str) -> dict[str, Any]:
+        from rewake.runner.local.store import LocalStore
+        from rewake.settings import Settings
+
+        store = LocalStore(Settings(database_url=f"sqlite:///{self.box.root / 'rewake.db'}"),
+                           migrate=False)  # fmt: skip
+        try:
+            return store.get_session(name)
+        finally:
+            store.close()
+
+    def attempts(self, name: str) -> list[tuple[int, str]]:
+        session = self.session(name)
+        return [(a["attempt"], a["status"]) for r in session["runs"] for a in r["attempts"]]
+
+
+@pytest.fixture
+def case(served: Served, tmp_path: Path) -> Case:
+    binary = cli_binary(CLAUDE)
+    box = Box.make(tmp_path)
+    env = claude_env(box, binary, served.url, None)
+    env.update(
+        PYTHONPATH=str(REPO), PYTHONUNBUFFERED="1", CLAUDE_CODE_WORKFLOWS="1",
+        REWAKE_DATABASE_URL=f"sqlite:///{box.root / 'rewake.db'}",
+        REWAKE_STATE_DIR=str(box.root / "state"), REWAKE_RESUME_DELAY_S="0",
+    )  # fmt: skip
+    return Case(box, env, binary)
+
+
+def first_attempt(case: Case, served: Served, name: str, limited: set[int]) -> tuple[int, str]:
+    """`rewake run -- claude -p` launching the workflow, with `limited` agents refused."""
+    served.mock.limited = limited
+    served.mock.reset_epoch = int(time.time()) + 8
+    return case.rewake("--provider", "claude", "--name", name, "--", "claude",
+                       "--allowedTools", "Workflow", "-p", "WFTEST use a workflow")  # fmt: skip
+
+
+def after_the_reset(served: Served) -> None:
+    served.mock.limited = set()
+    while time.time() < served.mock.reset_epoch + 1:
+        time.sleep(0.2)
+
+
+def journal_of(case: Case, name: str) -> tuple[str, Path]:
+    runs = case.record(name)["extra"]["workflow_runs"]
+    assert len(runs) == 1, runs
+    run_id, seen = next(iter(runs.items()))
+    return run_id, Path(seen["journal"])
+
+
+def test_limit_inside_workflow_is_reported_and_resume_resends_only_lost_agents(
+    case: Case, served: Served
+) -> None:
+    """A limit at agents 4-6 of a run that ends "completed" with exit 0 is recorded as a
+    provider limit with the served reset; the resume after the reset sends agents 4, 5, 6
+    once each to the provider and 1-3 not at all."""
+    code, out = first_attempt(case, served, "wf-limit", {4, 5, 6})
+    assert code == 1, out
+    assert served.mock.counts() == Counter({1: 1, 2: 1, 3: 1, 4: 1, 5: 1, 6: 1}), out
+    failure = case.session("wf-limit")["runs"][0]["attempts"][0]["failure"]
+    assert failure["failure_kind"] == "provider_quota", (failure, out)
+    verdict = failure["verdict"]
+    reset_at = datetime.fromisoformat(verdict["reset_at"].replace("Z", "+00:00"))
+    truth = datetime.fromtimestamp(served.mock.reset_epoch, UTC)
+    assert reset_at <= truth <= reset_at + timedelta(seconds=verdict["resolution_s"]), verdict
+    assert "3 of 6 agents returned" in failure["message"], failure["message"]
+    after_the_reset(served)
+    before = len(served.mock.agents)
+    code, out = case.rewake("--resume", "wf-limit")
+    assert code == 0, out
+    assert served.mock.counts(before) == Counter({4: 1, 5: 1, 6: 1}), (served.mock.main, out)
+    assert "replays 3 of 6 agents from cache; 3 run live" in out, out
+    (kept,) = case.record("wf-limit")["extra"]["workflow_predictions"]["2"]
+    assert (kept["cached"], kept["live"], kept["ran_live"]) == (3, 3, 3), kept
+    assert case.attempts("wf-limit") == [(1, "failed"), (2, "completed")], out
+
+
+def test_auto_resume_fires_after_the_reset_and_replays_the_returned_agents(
+    case: Case, served: Served
+) -> None:
+    """`rewake run --auto-resume`: the workflow's limit arms a resume, rewake waits for the
+    reset and fires it in the foreground; the provider gets agents 4, 5, 6 once more and no
+    request before the reset."""
+    served.mock.limited = {4, 5, 6}
+    served.mock.reset_epoch = int(time.time()) + 8
+    code, out = case.rewake("--provider", "claude", "--name", "wf-auto", "--auto-resume", "--",
+                            "claude", "--allowedTools", "Workflow", "-p",
+                            "WFTEST use a workflow")  # fmt: skip
+    assert code == 0, out
+    assert out.count("firing auto-resume") == 1, out
+    assert served.mock.agents == [(1, "ok"), (2, "ok"), (3, "ok"), (4, "limit"), (5, "limit"),
+                                  (6, "limit"), (4, "ok"), (5, "ok"), (6, "ok")], out  # fmt: skip
+    assert case.attempts("wf-auto") == [(1, "failed"), (2, "completed")], out
+    assert case.session("wf-auto")["mark"]["state"] == "done", out
+    (kept,) = case.record("wf-auto")["extra"]["workflow_predictions"]["2"]
+    assert (kept["cached"], kept["ran_live"]) == (3, 3), kept
+
+
+def test_resume_after_session_id_change_finds_the_journal(case: Case, served: Served) -> None:
+    """The conversation goes on under a new session id (a fork): the real CLI looks for the
+    journal under that id only and finds nothing; rewake copies the run's folder there
+    (the original untouched), and the resume sends only agents 4, 5, 6."""
+    code, out = first_attempt(case, served, "wf-fork", {4, 5, 6})
+    assert code == 1, out
+    run_id, journal = journal_of(case, "wf-fork")
+    old = case.record("wf-fork")["cli_session_id"]
+    original = journal.read_bytes()
+    after_the_reset(served)
+    # Without rewake: a fork resumed by hand with the run named finds no journal.
+    script = next(journal.parents[4].glob(f"{old}/workflows/scripts/*-{run_id}.js"))
+    bare = "99999999-9999-4999-8999-999999999999"
+    said = case.claude("-p", "--resume", old, "--fork-session", "--session-id", bare,
+                       "--allowedTools", "Workflow", "--output-format", "stream-json",
+                       "--verbose", f'Workflow({{scriptPath: "{script}", resumeFromRunId: '
+                       f'"{run_id}"}})')  # fmt: skip
+    assert f"The journal for workflow run {run_id} is not on disk" in said, said[-2000:]
+    assert served.mock.counts(6) == Counter(), served.mock.agents
+    # The conversation moves to a new id, as rewake learns it from the CLI's init event.
+    new = "88888888-8888-4888-8888-888888888888"
+    case.claude("-p", "--resume", old, "--fork-session", "--session-id", new, "hello")
+    path = case.box.root / "state" / "runs" / "wf-fork.json"
+    record = json.loads(path.read_text())
+    record["cli_session_id"] = new
+    path.write_text(json.dumps(record))
+    code, out = case.rewake("--resume", "wf-fork")
+    assert code == 0, out
+    assert served.mock.counts(6) == Counter({4: 1, 5: 1, 6: 1}), (served.mock.main, out)
+    assert journal.read_bytes() == original, "the original journal was changed"
+    assert (journal.parents[4] / new / "subagents" / "workflows" / run_id / "journal.jsonl"
+            ).exists()  # fmt: skip
+
+
+def test_resume_that_would_replay_nothing_is_refused(case: Case, served: Served) -> None:
+    """A limit at agent 1 while 2-6 return: the cache replays only agents before the first
+    miss, so a resume would run all six again; rewake refuses it and the provider gets
+    nothing more, and forced (--force) it does run all six again."""
+    code, out = first_attempt(case, served, "wf-cold", {1})
+    assert code == 1, out
+    assert case.session("wf-cold")["runs"][0]["attempts"][0]["failure"]["failure_kind"] == (
+        "provider_quota"
+    ), out
+    after_the_reset(served)
+    before = (len(served.mock.agents), len(served.mock.main))
+    code, out = case.rewake("--resume", "wf-cold")
+    assert code == 3, out
+    assert "would replay 0 of 6 agents from cache although 5 had completed" in out, out
+    assert (len(served.mock.agents), len(served.mock.main)) == before, out
+    # The prediction was right: forced, the resume runs all six again.
+    code, out = case.rewake("--resume", "wf-cold", "--force")
+    assert code == 0, out
+    assert served.mock.counts(before[0]) == Counter(range(1, AGENTS + 1)), out
+    (kept,) = case.record("wf-cold")["extra"]["workflow_predictions"]["2"]
+    assert (kept["cached"], kept["ran_live"]) == (0, 6), kept
+
+
+def test_parallel_calls_made_alongside_the_limited_one_are_replayed(
+    case: Case, served: Served
+) -> None:
+    """parallel() of eight with a limit at agent 1: the other seven were called before agent
+    1 ended, so the resume replays them and runs agent 1 alone; rewake predicts that and does
+    not refuse it."""
+    served.mock.script = PARALLEL
+    code, out = first_attempt(case, served, "wf-par", {1})
+    assert code == 1, out
+    assert served.mock.counts() == Counter(range(1, 9)), out
+    after_the_reset(served)
+    code, out = case.rewake("--resume", "wf-par")
+    assert code == 0, out
+    assert served.mock.counts(8) == Counter({1: 1}), (served.mock.main, out)
+    assert "replays 7 of 8 agents from cache; 1 run live" in out, out
