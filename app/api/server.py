@@ -29,6 +29,14 @@ failed accept. So:
 The protocol is uvicorn's httptools one (llhttp, Node.js's HTTP parser, in C): every request
 costs the server less than with the pure-Python h11 (docs/performance.md).
 
+uvicorn's documented settings give none of the deadlines and bounds above but keep-alive, so
+they rest on its protocol's internals, pinned below uvicorn 1 and each held by a test in
+tests/integration/test_serve_protocol.py: the parser callbacks (`on_message_begin`, `on_url`,
+`on_header`, `on_headers_complete`, `on_body`, `on_message_complete`), `on_response_complete`,
+`send_400_response` and `cycle.response_complete`. `connection_made`, `data_received`,
+`pause_writing`, `resume_writing` and `connection_lost` are asyncio's public protocol
+methods; the ceiling of requests in flight is a plain ASGI app (`InFlightCeiling`).
+
 Repeated error lines from the event loop and uvicorn are throttled by `rewake.logs`.
 Behind a reverse proxy the proxy holds the slow clients and these deadlines are a backstop
 (docs/deployment.md).
