@@ -14,6 +14,7 @@ CODES: dict[str, tuple[int, str]] = {
     "not_found": (404, "no such route"),
     "session_not_found": (404, "no session with this root_id"),
     "run_not_found": (404, "no run with this run_id in the session"),
+    "failure_not_found": (404, "no failure was reported for this attempt of the session"),
     "mark_not_found": (404, "the session has no auto-resume mark"),
     "tombstone_not_found": (404, "no deleted session with this root_id within the retention"),
     "method_not_allowed": (405, "the route exists but not with this method"),

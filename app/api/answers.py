@@ -128,15 +128,28 @@ class Failure(Answer):
     session_id: str | None
     account_key: str | None
     capture: Literal["live", "scrollback"] | None
-    truncated: bool
-    message_chars: int
-    message: str
+    truncated: bool = Field(description="the report's message was cut to its last 1 MiB")
+    message_chars: int = Field(description="characters of the message as reported")
+    message: str = Field(
+        description=(
+            "a part of the stored message, at most 8,192 characters: its end, or the part "
+            "around the verdict's evidence when that lies before the end; the whole is at "
+            "message_url"
+        )
+    )
+    message_from: int = Field(description="where `message` starts in the stored message")
+    message_stored_chars: int = Field(description="characters of the stored message")
+    message_url: str = Field(description="the whole stored message, as text/plain")
     cli_text: str | None = Field(
         description=(
             "what the CLI showed about how the attempt ended (its error events' texts), as "
-            "reported; shown where the message says nothing, never parsed"
+            "reported: its last 8,192 characters (the whole at cli_text_url); shown where the "
+            "message says nothing, never parsed"
         )
     )
+    cli_text_from: int | None = Field(description="where `cli_text` starts in the stored one")
+    cli_text_stored_chars: int | None = Field(description="characters of the stored cli_text")
+    cli_text_url: str | None = Field(description="the whole stored cli_text, as text/plain")
     verdict: Verdict
     banner: Banner
     warnings: list[FieldWarning]
@@ -234,9 +247,15 @@ class SessionFields(Answer):
 
 
 class Session(SessionFields):
-    """A session: runs with their attempts and failures, the mark, and the timeline."""
+    """A session: a page of its attempts (newest first: `attempts_limit` from
+    `attempts_offset`) under their runs, with their failures, the mark, and the timeline."""
 
-    runs: list[RunWithAttempts]
+    runs: list[RunWithAttempts] = Field(
+        description="the runs of the attempts in this page, oldest first, each with those"
+    )
+    attempts_next_offset: int | None = Field(
+        description="the attempts_offset of the next (older) page; null on the last"
+    )
     mark: Mark
     timeline: list[TimelineEntry]
 

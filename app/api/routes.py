@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
 from rewake.api import answers
@@ -230,8 +230,51 @@ async def delete(root_id: RootId, ctx: RequestContext, services: AppServices) ->
     response_model=answers.Session,
     responses=problems(*ON_SESSION),
 )
-def get_session(root_id: RootId, ctx: RequestContext, db: Reader) -> JSONResponse:
-    return _answer(session_views.session_view(db, root_id, ctx))
+def get_session(
+    root_id: RootId,
+    ctx: RequestContext,
+    db: Reader,
+    attempts_limit: Annotated[
+        int,
+        Query(
+            ge=1,
+            le=session_views.ATTEMPTS_LIMIT_MAX,
+            description="attempts in this answer, newest first (their runs with them)",
+        ),
+    ] = session_views.ATTEMPTS_LIMIT,
+    attempts_offset: Annotated[
+        int,
+        Query(
+            ge=0,
+            le=1_000_000,
+            description="attempts skipped, newest first: the answer's attempts_next_offset",
+        ),
+    ] = 0,
+) -> JSONResponse:
+    view = session_views.session_view(
+        db, root_id, ctx, attempts_limit=attempts_limit, attempts_offset=attempts_offset
+    )
+    return _answer(view)
+
+
+@router.get(
+    "/{root_id}/runs/{run_id}/attempts/{attempt}/failure/{part}",
+    summary="The whole stored text of a failure: its message or its cli_text",
+    response_class=PlainTextResponse,
+    responses={
+        200: {"content": {"text/plain": {"schema": {"type": "string"}}}},
+        **problems(*ON_SESSION, "failure_not_found"),
+    },
+)
+def failure_text(
+    root_id: RootId,
+    run_id: RunId,
+    attempt: Annotated[int, Path(ge=0, le=1_000_000_000)],
+    part: Annotated[str, Path(pattern="^(message|cli_text)$")],
+    ctx: RequestContext,
+    db: Reader,
+) -> PlainTextResponse:
+    return PlainTextResponse(session_views.stored_text(db, root_id, run_id, attempt, part, ctx))
 
 
 @router.get(

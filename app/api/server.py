@@ -11,8 +11,14 @@ failed accept. So:
   that misses its deadline is answered 408 (when nothing was answered yet) and closed; nothing
   is due from a client while an earlier request of its connection is being answered;
 - between requests, `keep_alive_s` (uvicorn's timeout_keep_alive);
-- at most `max_connections` connections and requests at once (uvicorn's limit_concurrency):
-  beyond it, requests are answered 503 at once instead of queueing behind the ones held;
+- at most `max_connections` requests in flight (read in full, not yet answered): beyond it,
+  requests are answered 503 at once instead of queueing behind the ones held. Only requests
+  count: uvicorn's own limit_concurrency also counted connections that had sent nothing, so
+  255 idle connections made every request 503, /healthz included;
+- at most `max_connections` connections open that owe a request head (idle, or a head not
+  complete): when one more opens, the one that has owed its head longest is closed. Idle
+  connections thus hold a bounded number of descriptors and never shut out a request that
+  arrives complete on a new connection;
 - a client that reads none of an answer the server is sending is cut off after
   `request_timeout_s`;
 - a request head (request line and headers) is at most 16 KiB, and so are a chunked body's
@@ -23,6 +29,14 @@ failed accept. So:
 The protocol is uvicorn's httptools one (llhttp, Node.js's HTTP parser, in C): every request
 costs the server less than with the pure-Python h11 (docs/performance.md).
 
+uvicorn's documented settings give none of the deadlines and bounds above but keep-alive, so
+they rest on its protocol's internals, pinned below uvicorn 1 and each held by a test in
+tests/integration/test_serve_protocol.py: the parser callbacks (`on_message_begin`, `on_url`,
+`on_header`, `on_headers_complete`, `on_body`, `on_message_complete`), `on_response_complete`,
+`send_400_response` and `cycle.response_complete`. `connection_made`, `data_received`,
+`pause_writing`, `resume_writing` and `connection_lost` are asyncio's public protocol
+methods; the ceiling of requests in flight is a plain ASGI app (`InFlightCeiling`).
+
 Repeated error lines from the event loop and uvicorn are throttled by `rewake.logs`.
 Behind a reverse proxy the proxy holds the slow clients and these deadlines are a backstop
 (docs/deployment.md).
@@ -31,7 +45,8 @@ Behind a reverse proxy the proxy holds the slow clients and these deadlines are 
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import logging
+from typing import Any, ClassVar
 
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -53,6 +68,44 @@ _TIMED_OUT = (
 )
 
 
+#: The answer to a request beyond the ceiling of requests in flight.
+_BUSY_BODY = b"too many requests in flight, retry shortly\n"
+_BUSY_HEADERS = [
+    (b"content-type", b"text/plain; charset=utf-8"),
+    (b"content-length", str(len(_BUSY_BODY)).encode()),
+    (b"retry-after", b"1"),
+    (b"connection", b"close"),
+]
+#: Its warning goes through uvicorn's logger, whose repeats rewake.logs throttles.
+_busy_logger = logging.getLogger("uvicorn.error")
+
+
+class InFlightCeiling:
+    """An ASGI app in front of rewake's: at most `limit` HTTP requests in flight at once,
+    those beyond answered 503 at once. A connection that sent nothing, or is between
+    requests, holds no place (rewake.api.server's module docstring says why)."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+        self.in_flight = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.in_flight >= self.limit:
+            _busy_logger.warning("Exceeded the ceiling of requests in flight.")
+            await send({"type": "http.response.start", "status": 503, "headers": _BUSY_HEADERS})
+            await send({"type": "http.response.body", "body": _BUSY_BODY})
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1
+
+
 class Refused(Exception):
     """A request head or trailer over MAX_HEADER_BYTES, or one pipelined request too many.
     Raised in a parser callback, it makes the parser fail, and uvicorn answers 400 and closes
@@ -72,6 +125,11 @@ class DeadlineProtocol(HttpToolsProtocol):
 
     header_timeout_s: float = 10.0
     request_timeout_s: float = 60.0
+    #: The most connections that may owe a head at once (one more closes the longest owing).
+    max_owing: int = 256
+    #: This server's connections that owe a head, the one owing longest first (a dict keeps
+    #: insertion order). Set per server by `protocol_with`; the event loop is one thread.
+    owing: ClassVar[dict[DeadlineProtocol, None]] = {}
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -98,6 +156,12 @@ class DeadlineProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._rearm()
+        if len(self.owing) > self.max_owing:
+            longest = next(iter(self.owing))
+            if longest is not self:
+                # It sent no complete request in all this time: the newcomer may have one.
+                longest._cancel()
+                longest.transport.close()
 
     def data_received(self, data: bytes) -> None:
         callbacks = self._callbacks
@@ -197,6 +261,8 @@ class DeadlineProtocol(HttpToolsProtocol):
             return
         self._cancel()
         self._waiting_for = what
+        if what == "head":
+            self.owing[self] = None
         within_s = self.header_timeout_s if what == "head" else self.request_timeout_s
         self._deadline = self.loop.call_later(within_s, self._missed)
 
@@ -204,9 +270,11 @@ class DeadlineProtocol(HttpToolsProtocol):
         if self._deadline is not None:
             self._deadline.cancel()
         self._deadline, self._waiting_for = None, None
+        self.owing.pop(self, None)
 
     def _missed(self) -> None:
         self._deadline = None
+        self.owing.pop(self, None)
         if self.transport.is_closing():
             return
         if self._waiting_for == "head" and (self.cycle is None or self.cycle.response_complete):
@@ -217,25 +285,34 @@ class DeadlineProtocol(HttpToolsProtocol):
         self.transport.close()
 
 
-def protocol_with(header_timeout_s: float, request_timeout_s: float) -> type[DeadlineProtocol]:
-    """The protocol class with these deadlines (uvicorn builds one instance per connection)."""
+def protocol_with(
+    header_timeout_s: float, request_timeout_s: float, max_owing: int
+) -> type[DeadlineProtocol]:
+    """The protocol class with these deadlines and this ceiling, and a registry of its own
+    connections that owe a head (uvicorn builds one instance per connection)."""
     return type(
         "DeadlineProtocol",
         (DeadlineProtocol,),
-        {"header_timeout_s": header_timeout_s, "request_timeout_s": request_timeout_s},
+        {
+            "header_timeout_s": header_timeout_s,
+            "request_timeout_s": request_timeout_s,
+            "max_owing": max_owing,
+            "owing": {},
+        },
     )
 
 
 def server_config(app: Any, *, host: str, port: int, settings: Any) -> uvicorn.Config:
-    """uvicorn's configuration for `rewake serve`: the deadlines and the ceiling above."""
+    """uvicorn's configuration for `rewake serve`: the deadlines and the ceilings above
+    (uvicorn's limit_concurrency stays off: it counts idle connections too)."""
+    limit = settings.max_connections
     return uvicorn.Config(
-        app,
+        InFlightCeiling(app, limit),
         host=host,
         port=port,
         log_config=None,
         access_log=False,
-        http=protocol_with(settings.header_timeout_s, settings.request_timeout_s),
+        http=protocol_with(settings.header_timeout_s, settings.request_timeout_s, limit),
         ws="none",
         timeout_keep_alive=settings.keep_alive_s,
-        limit_concurrency=settings.max_connections,
     )

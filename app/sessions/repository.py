@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, exists, insert, select
+from sqlalchemy import ColumnElement, bindparam, case, delete, exists, func, insert, select, tuple_
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.orm import defer
 from sqlmodel import Session, col
 
 from rewake.db.models import (
@@ -207,11 +208,120 @@ _ATTEMPT_FAILED = {
 }
 
 
-def list_failures(db: Session, root_id: str) -> list[FailureRow]:
+#: A failure's columns that may be large (a megabyte of CLI text, its events): never loaded
+#: with a list of failures, and an error to touch on such a row (it would load them one by
+#: one, unbounded). Their parts are read in SQL (failure_text_parts), the whole with
+#: failure_text.
+_WITHOUT_TEXT = (
+    defer(FailureRow.message, raiseload=True),  # type: ignore[arg-type]
+    defer(FailureRow.cli_text, raiseload=True),  # type: ignore[arg-type]
+    defer(FailureRow.events, raiseload=True),  # type: ignore[arg-type]
+)
+
+
+def list_failures(
+    db: Session, root_id: str, attempts: Sequence[tuple[str, int]] | None = None
+) -> list[FailureRow]:
+    """The session's failures (of these (run_id, attempt) only, when given), without their
+    text (`_WITHOUT_TEXT`)."""
+    stmt = select(FailureRow).where(col(FailureRow.root_id) == root_id).options(*_WITHOUT_TEXT)
+    if attempts is not None:
+        if not attempts:
+            return []
+        stmt = stmt.where(tuple_(col(FailureRow.run_id), col(FailureRow.attempt)).in_(attempts))
+    return list(db.scalars(stmt.order_by(col(FailureRow.observed_at))))
+
+
+@dataclass(frozen=True, slots=True)
+class TextPart:
+    """A part of a stored text: `text` starts at character `start` of the whole, which is
+    `chars` characters long."""
+
+    text: str
+    start: int
+    chars: int
+
+
+def _tail(column: Any, chars: int) -> ColumnElement[Any]:
+    """The column's last `chars` characters, cut by the database (SQLite and PostgreSQL both
+    count characters in length() and substr())."""
+    length = func.length(column)
+    return case((length <= chars, column), else_=func.substr(column, length - chars + 1, chars))
+
+
+def failure_text_parts(
+    db: Session, root_id: str, attempts: Sequence[tuple[str, int]], chars: int
+) -> dict[tuple[str, int], tuple[TextPart, TextPart | None]]:
+    """For each of these failures, the last `chars` characters of its message and of its
+    cli_text (None when it has none), cut in SQL: the whole texts never leave the database."""
+    if not attempts:
+        return {}
+    message, cli_text = col(FailureRow.message), col(FailureRow.cli_text)
+    stmt = select(
+        col(FailureRow.run_id),
+        col(FailureRow.attempt),
+        func.length(message),
+        _tail(message, chars),
+        func.length(cli_text),
+        _tail(cli_text, chars),
+    ).where(
+        (col(FailureRow.root_id) == root_id)
+        & tuple_(col(FailureRow.run_id), col(FailureRow.attempt)).in_(attempts)
+    )
+    parts: dict[tuple[str, int], tuple[TextPart, TextPart | None]] = {}
+    for run_id, attempt, message_chars, message_tail, cli_chars, cli_tail in db.execute(stmt):
+        shown = TextPart(message_tail, message_chars - len(message_tail), message_chars)
+        cli = None if cli_tail is None else TextPart(cli_tail, cli_chars - len(cli_tail), cli_chars)
+        parts[(run_id, attempt)] = (shown, cli)
+    return parts
+
+
+def failure_message_part(
+    db: Session, root_id: str, run_id: str, attempt: int, start: int, chars: int
+) -> str:
+    """Characters `start` to `start + chars` of a stored failure's message, cut in SQL."""
+    stmt = select(func.substr(col(FailureRow.message), start + 1, chars)).where(_ONE_FAILURE)
+    part: str | None = db.scalar(stmt, {"root_id": root_id, "run_id": run_id, "attempt": attempt})
+    return part or ""
+
+
+def failure_text(db: Session, root_id: str, run_id: str, attempt: int, part: str) -> str | None:
+    """A stored failure's whole `message` or `cli_text` ("" for a failure without cli_text);
+    None when the attempt has no failure."""
+    column = col(FailureRow.message) if part == "message" else col(FailureRow.cli_text)
+    stmt = select(func.coalesce(column, "")).where(_ONE_FAILURE)
+    text: str | None = db.scalar(stmt, {"root_id": root_id, "run_id": run_id, "attempt": attempt})
+    return text
+
+
+def page_of_attempts(db: Session, root_id: str, *, limit: int, offset: int) -> list[AttemptRow]:
+    """The session's attempts newest first (by their run's creation, then number), `limit`
+    of them from `offset`."""
     stmt = (
-        select(FailureRow)
-        .where(col(FailureRow.root_id) == root_id)
-        .order_by(col(FailureRow.observed_at))
+        select(AttemptRow)
+        .join(
+            RunRow,
+            (col(RunRow.root_id) == col(AttemptRow.root_id))
+            & (col(RunRow.run_id) == col(AttemptRow.run_id)),
+        )
+        .where(col(AttemptRow.root_id) == root_id)
+        .order_by(
+            col(RunRow.created_at).desc(), col(RunRow.run_id).desc(), col(AttemptRow.attempt).desc()
+        )
+        .limit(limit)
+        .offset(offset)
+    )
+    return list(db.scalars(stmt))
+
+
+def runs_named(db: Session, root_id: str, run_ids: Sequence[str]) -> list[RunRow]:
+    """These runs of the session, oldest first."""
+    if not run_ids:
+        return []
+    stmt = (
+        select(RunRow)
+        .where((col(RunRow.root_id) == root_id) & col(RunRow.run_id).in_(run_ids))
+        .order_by(col(RunRow.created_at), col(RunRow.run_id))
     )
     return list(db.scalars(stmt))
 
@@ -298,11 +408,15 @@ def list_sessions(
     db: Session, where: SessionFilter, *, limit: int, offset: int
 ) -> list[tuple[SessionRow, FailureRow | None]]:
     """Sessions, most recently changed first, each with its current failure."""
-    stmt = select(SessionRow, FailureRow).outerjoin(
-        FailureRow,
-        (col(FailureRow.root_id) == col(SessionRow.root_id))
-        & (col(FailureRow.run_id) == col(SessionRow.current_run_id))
-        & (col(FailureRow.attempt) == col(SessionRow.current_attempt)),
+    stmt = (
+        select(SessionRow, FailureRow)
+        .outerjoin(
+            FailureRow,
+            (col(FailureRow.root_id) == col(SessionRow.root_id))
+            & (col(FailureRow.run_id) == col(SessionRow.current_run_id))
+            & (col(FailureRow.attempt) == col(SessionRow.current_attempt)),
+        )
+        .options(*_WITHOUT_TEXT)
     )
     if where.state is not None:
         stmt = stmt.where(col(SessionRow.state) == where.state)

@@ -65,6 +65,8 @@ class CliBox:
     heading: str
     part: Excerpt
     from_events: bool
+    #: The API's address of the whole stored text, when the answer carried one.
+    whole_url: str | None = None
 
 
 def cli_box(failure: JSON) -> CliBox:
@@ -73,26 +75,48 @@ def cli_box(failure: JSON) -> CliBox:
     its words appear in the text shown."""
     shown = session_json.shown_text(failure)
     evidence = (failure.get("verdict") or {}).get("evidence")
-    return CliBox(shown.heading, excerpt(shown.text, evidence), shown.from_events)
+    prefix = "cli_text" if shown.from_events else "message"
+    starts_at = failure.get(f"{prefix}_from") or 0
+    whole = failure.get(f"{prefix}_stored_chars")
+    part = excerpt(shown.text, evidence, starts_at=starts_at, whole_chars=whole)
+    return CliBox(shown.heading, part, shown.from_events, failure.get(f"{prefix}_url"))
 
 
-def excerpt(message: str, evidence: JSON | None) -> Excerpt:
-    """The CLI text around the verdict's evidence (text[start:end]). When the offsets do not
-    point at the evidence in the stored text (the verdict read structured events, or the text
-    was cut), its last occurrence is marked; failing that, the evidence is shown apart."""
-    start, end = _locate(message, evidence)
+def excerpt(
+    message: str, evidence: JSON | None, *, starts_at: int = 0, whole_chars: int | None = None
+) -> Excerpt:
+    """The CLI text around the verdict's evidence (text[start:end]). `message` may be a part
+    of the stored text (the session's answer carries a part), beginning at character
+    `starts_at` of the whole, `whole_chars` long; the evidence's offsets index the whole.
+    When they do not point at the evidence in the text (the verdict read structured events,
+    or the text was cut), its last occurrence is marked; failing that, it is shown apart."""
+    whole = whole_chars if whole_chars is not None else starts_at + len(message)
+    after_part = whole - starts_at - len(message)
+    start, end = _locate(message, _shifted(evidence, starts_at))
     if start is None or end is None:
         tail_from = max(0, len(message) - TAIL_CHARS)
         elsewhere = str(evidence["text"]) if evidence and evidence.get("text") else None
-        return Excerpt(_visible(message[tail_from:]), "", "", tail_from, 0, elsewhere)
+        return Excerpt(
+            _visible(message[tail_from:]), "", "", starts_at + tail_from, after_part, elsewhere
+        )
     lo, hi = max(0, start - CONTEXT_CHARS), min(len(message), end + CONTEXT_CHARS)
     return Excerpt(
         before=_visible(message[lo:start]),
         hit=_visible(message[start:end]),
         after=_visible(message[end:hi]),
-        cut_before=lo,
-        cut_after=len(message) - hi,
+        cut_before=starts_at + lo,
+        cut_after=len(message) - hi + after_part,
     )
+
+
+def _shifted(evidence: JSON | None, by: int) -> JSON | None:
+    """The evidence with its offsets counted from character `by` of the text."""
+    if not by or not evidence:
+        return evidence
+    start, end = evidence.get("start"), evidence.get("end")
+    if not isinstance(start, int) or not isinstance(end, int):
+        return evidence
+    return {**evidence, "start": start - by, "end": end - by}
 
 
 def _locate(message: str, evidence: JSON | None) -> tuple[int | None, int | None]:

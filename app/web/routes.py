@@ -11,7 +11,7 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
 from rewake.api.deps import AppServices, Reader, RequestContext
 from rewake.errors import DomainError
@@ -109,8 +109,14 @@ def session_page(
     if not ID_RE.fullmatch(root_id):
         detail_text = f"no session can be called {root_id[:80]!r}: a root_id is {ID_HELP}"
         return error_page(request, 404, "session_not_found", detail_text)
+    raw_offset = request.query_params.get("attempts_offset") or "0"
+    if not raw_offset.isdigit() or int(raw_offset) > MAX_OFFSET:
+        detail_text = (
+            f"attempts_offset {raw_offset[:40]!r} is not a whole number from 0 to {MAX_OFFSET}"
+        )
+        return error_page(request, 422, "invalid_request", detail_text)
     try:
-        view = session_views.session_view(db, root_id, ctx)
+        view = session_views.session_view(db, root_id, ctx, attempts_offset=int(raw_offset))
     except DomainError as refused:
         if refused.code == "session_deleted":
             return _tombstone_page(request, db, root_id, ctx, times)
@@ -130,6 +136,28 @@ def session_page(
             "timeline": detail.timeline(view["timeline"]),
         },
     )
+
+
+@router.get("/sessions/{root_id}/runs/{run_id}/attempts/{attempt}/failure/{part}")
+def failure_text(
+    root_id: str,
+    run_id: str,
+    attempt: str,
+    part: str,
+    request: Request,
+    ctx: RequestContext,
+    db: Reader,
+) -> Response:
+    """A failure's whole stored text, which the session page shows a part of (the same as
+    the API's route of this path under /api/agent/runs, with the page's sign-in cookie)."""
+    known = ID_RE.fullmatch(root_id) and ID_RE.fullmatch(run_id) and attempt.isdigit()
+    if not known or part not in ("message", "cli_text") or int(attempt) > 1_000_000_000:
+        return error_page(request, 404, "not_found", "no such failure text")
+    try:
+        text = session_views.stored_text(db, root_id, run_id, int(attempt), part, ctx)
+    except DomainError as refused:
+        return error_page(request, refused.status, refused.code, refused.detail)
+    return PlainTextResponse(text)
 
 
 def _tombstone_page(

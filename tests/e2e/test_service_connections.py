@@ -185,3 +185,29 @@ def test_pipelined_requests_are_all_answered_in_order(serve: Any) -> None:
         time.sleep(0.5)  # within the 1 s head deadline, which runs from the last answer
         sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         assert read_answer(reader).status.split()[1] == b"200"
+
+
+def test_idle_connections_never_starve_a_complete_request(serve: Any) -> None:
+    """With 300 connections open that sent nothing (more than REWAKE_MAX_CONNECTIONS, 256),
+    /healthz and an authenticated API call that arrive complete are answered 200 within a
+    second or two: the oldest idle connections make room, and the ceiling counts only
+    requests in flight (before, every request was 503 until the idle ones timed out)."""
+    secret = "edge-secret-0123456789-abcdef"
+    # A head deadline far beyond the test: the idle connections must not simply time out.
+    url = serve({"REWAKE_HEADER_TIMEOUT_S": "60", "REWAKE_API_TOKENS": f"alice:{secret}"},
+                nofile=2048)  # fmt: skip
+    port = int(url.rsplit(":", 1)[1])
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(300)]
+    try:
+        time.sleep(0.5)  # the server has accepted them all
+        started = time.monotonic()
+        with httpx.Client(timeout=5) as client:
+            health = client.get(f"{url}/healthz")
+            listed = client.get(f"{url}/api/agent/runs",
+                                headers={"Authorization": f"Bearer {secret}"})  # fmt: skip
+        took = time.monotonic() - started
+    finally:
+        for sock in idle:
+            sock.close()
+    assert (health.status_code, listed.status_code) == (200, 200), (health.text, listed.text)
+    assert took < 2, took

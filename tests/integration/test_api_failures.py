@@ -134,7 +134,10 @@ def test_long_output_keeps_its_last_part(http: httpx.Client, root_id: str) -> No
     assert body["message_chars"] == len(message)
     assert body["verdict"]["reset_at"] == "2026-11-30T16:40:00Z"
     session = http.get(f"/api/agent/runs/{root_id}").json()
-    stored = session["runs"][0]["attempts"][0]["failure"]["message"]
+    shown = session["runs"][0]["attempts"][0]["failure"]
+    assert shown["message_stored_chars"] == MESSAGE_LIMIT_CHARS
+    assert shown["message"].endswith(QUOTA)
+    stored = http.get(shown["message_url"]).text
     assert len(stored) == MESSAGE_LIMIT_CHARS
     assert stored.endswith(QUOTA)
 
@@ -229,5 +232,7 @@ def test_long_cli_text_keeps_its_last_part_with_a_warning(http: httpx.Client, ro
         ("cli_text", "too_long")
     ]
     [run] = http.get(f"/api/agent/runs/{root_id}").json()["runs"]
-    stored = run["attempts"][0]["failure"]["cli_text"]
+    shown = run["attempts"][0]["failure"]
+    assert shown["cli_text_stored_chars"] == CLI_TEXT_LIMIT_CHARS
+    stored = http.get(shown["cli_text_url"]).text
     assert len(stored) == CLI_TEXT_LIMIT_CHARS and stored.endswith(CODEX_LIMIT)

@@ -184,6 +184,8 @@ def test_each_session_state_answers_as_declared(method: str, path: str, walked: 
         parameters = {"root_id": root_id}
         if "{run_id}" in path:
             parameters["run_id"] = SEEDED_RUN
+        if "{attempt}" in path:  # a failure's whole text: the seeded failure's
+            parameters |= {"attempt": "1", "part": "message"}
         case = operation.Case(
             path_parameters=parameters,
             body=body,
@@ -228,7 +230,12 @@ def test_every_route_answers_a_lost_database_as_declared() -> None:
             body = BODIES.get((method, path), NOT_SET)
             if path == "/api/parse":
                 body = {"message": NOT_STATED}
-            parameters = {"root_id": "lost", "run_id": SEEDED_RUN}
+            parameters = {
+                "root_id": "lost",
+                "run_id": SEEDED_RUN,
+                "attempt": "1",
+                "part": "message",
+            }
             case = operation.Case(
                 path_parameters={key: value for key, value in parameters.items() if key in path},
                 body=body,

@@ -46,7 +46,17 @@ async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
 
 @pytest.fixture
 def port() -> Iterator[int]:
-    config = server_config(app, host="127.0.0.1", port=0, settings=SETTINGS)
+    yield from _serving(SETTINGS)
+
+
+@pytest.fixture
+def port_of_two() -> Iterator[int]:
+    """A server whose ceilings are two: requests in flight, connections owing a head."""
+    yield from _serving(SimpleNamespace(**vars(SETTINGS) | {"max_connections": 2}))
+
+
+def _serving(settings: SimpleNamespace) -> Iterator[int]:
+    config = server_config(app, host="127.0.0.1", port=0, settings=settings)
     config.lifespan = "off"
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -81,6 +91,33 @@ def _answers(sock: socket.socket, within_s: float) -> tuple[list[bytes], bool]:
         received += chunk
     # The app's bodies end without a line break, so a status line may follow one directly.
     return re.findall(rb"HTTP/1\.1 (\d{3}) ", received), closed
+
+
+def test_only_requests_in_flight_count_against_the_ceiling(port_of_two: int) -> None:
+    """Ceilings of two: with two requests in flight, a third is answered 503 at once; two
+    connections that sent nothing are closed, the longest idle first, when more open, and
+    a whole request on a new connection is answered 200."""
+    slow = [socket.create_connection(("127.0.0.1", port_of_two)) for _ in range(2)]
+    for sock in slow:
+        sock.sendall(b"GET /slow HTTP/1.1\r\nHost: x\r\n\r\n")
+    time.sleep(0.3)
+    with socket.create_connection(("127.0.0.1", port_of_two)) as third:
+        third.sendall(b"GET /third HTTP/1.1\r\nHost: x\r\n\r\n")
+        statuses, _closed = _answers(third, 0.5)
+    assert statuses == [b"503"], statuses
+    for sock in slow:
+        assert _answers(sock, 2)[0][:1] == [b"200"]
+        sock.close()
+    idle = [socket.create_connection(("127.0.0.1", port_of_two)) for _ in range(2)]
+    time.sleep(0.1)
+    with socket.create_connection(("127.0.0.1", port_of_two)) as fresh:
+        fresh.sendall(b"GET /fresh HTTP/1.1\r\nHost: x\r\n\r\n")
+        statuses, _closed = _answers(fresh, 0.5)
+    assert statuses == [b"200"], statuses
+    first_statuses, first_closed = _answers(idle[0], 0.3)
+    assert first_closed and not first_statuses  # the longest idle made room, without a word
+    for sock in idle:
+        sock.close()
 
 
 def test_a_pipelined_head_is_not_due_while_an_earlier_request_is_answered(port: int) -> None:

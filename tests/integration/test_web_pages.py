@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import LOGIN, NOT_STATED, PASSED, QUOTA, Api, failure, runs_url
+from conftest import ALICE, LOGIN, NOT_STATED, PASSED, QUOTA, Api, failure, runs_url
 
 from rewake.marks import sweep as sweeper
+from rewake.security.browser import COOKIE
 
 CREDITS = "■ Your workspace is out of credits. Add credits to continue."
 
@@ -143,6 +144,32 @@ def test_session_page_escapes_the_cli_text_and_marks_the_evidence(
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page.text
     assert f'␛[31m<mark class="evidence">{QUOTA}</mark>␛[0m' in page.text.replace("&#39;", "'")
     assert "failure reported" in page.text
+
+
+def test_a_long_text_shows_the_part_around_early_evidence_and_links_the_whole(
+    api: Api, http: httpx.Client, root_id: str
+) -> None:
+    """Evidence at the start of a 40,000-character text: the answer carries the part around
+    it (not the end), the page marks it, counts what is cut after from the whole text, and
+    links the whole text, which a signed-in browser reads with its cookie alone."""
+    message = f"noise\n{QUOTA}\n" + "z" * 40_000
+    http.post(runs_url(root_id), json=failure(message=message))
+    shown = http.get(f"/api/agent/runs/{root_id}").json()["runs"][0]["attempts"][0]["failure"]
+    assert QUOTA in shown["message"] and shown["message_from"] == 0
+    assert shown["message_stored_chars"] == len(message) and len(shown["message"]) < 8_192
+    page = http.get(f"/sessions/{root_id}", headers=HTML).text.replace("&#39;", "'")
+    assert f'<mark class="evidence">{QUOTA}</mark>' in page
+    end = message.index(QUOTA) + len(QUOTA)
+    assert f"… {len(message) - end - 2_000} characters after" in page
+    whole = f"/sessions/{root_id}/runs/r1/attempts/1/failure/message"
+    assert f'href="{whole}"' in page
+    secret = ALICE["Authorization"].removeprefix("Bearer ")
+    with httpx.Client(base_url=api.url, cookies={COOKIE: secret}) as browser:
+        read = browser.get(whole)
+    assert read.status_code == 200 and read.text == message
+    assert read.headers["content-type"].startswith("text/plain")
+    missing = http.get(f"/api/agent/runs/{root_id}/runs/r1/attempts/2/failure/message")
+    assert (missing.status_code, missing.json()["code"]) == (404, "failure_not_found")
 
 
 def test_a_deleted_session_shows_its_tombstone(http: httpx.Client, root_id: str) -> None:

@@ -235,3 +235,18 @@ def test_an_overdue_resume_sits_at_now() -> None:
     )
     (event,) = shown.lanes[0].events
     assert (event.x, event.overdue, event.words) == (fleet.LABEL_W, True, "resume overdue, due now")
+
+
+def test_a_part_of_the_text_counts_its_cuts_from_the_whole() -> None:
+    """The answer's part begins at character 10,000 of a 30,000-character text: evidence
+    offsets into the whole are found in the part, and the characters cut before and after
+    are counted from the whole text, not from the part."""
+    part_text = "p" * 3000 + "hit" + "q" * 5000
+    start = 10_000 + 3000
+    part = detail.excerpt(
+        part_text, {"text": "hit", "start": start, "end": start + 3},
+        starts_at=10_000, whole_chars=30_000,
+    )  # fmt: skip
+    assert part.hit == "hit"
+    assert part.cut_before == start - detail.CONTEXT_CHARS
+    assert part.cut_after == 30_000 - (start + 3 + detail.CONTEXT_CHARS)
