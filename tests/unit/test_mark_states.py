@@ -86,3 +86,11 @@ def test_every_state_is_reachable_from_armed() -> None:
                 seen.add(after)
                 todo.append(after)
     assert seen == set(MarkState)
+
+
+def test_the_live_index_covers_exactly_the_live_states() -> None:
+    """The states of the one-live-mark-per-session index (rewake.db.models, which cannot import
+    the marks layer) are the lifecycle's live states, in order."""
+    from rewake.db import models
+
+    assert tuple(str(state) for state in LIVE_STATES) == models.LIVE_STATES
