@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from rewake.marks.states import FINAL_STATES, LIVE_STATES, TRANSITIONS, MarkState
+from rewake.parsers.verdict import REFUSAL_CODES
 
 ROOT = Path(__file__).resolve().parents[2]
 DESIGN = ROOT / "docs" / "design.md"
@@ -93,6 +94,14 @@ def test_the_table_reader_sees_a_change_the_code_lacks() -> None:
     drifted = text.replace(anchor, "| `uncertain` | `armed` | a retry |\n" + anchor, 1)
     in_code = {before: set(after) for before, after in TRANSITIONS.items()}
     assert documented_transitions(drifted) != in_code
+
+
+def test_the_documented_refusal_codes_are_the_parsers() -> None:
+    """docs/design.md's refusal table names each code of rewake.parsers.verdict.REFUSAL_CODES,
+    once, and no other."""
+    rows = table(DESIGN.read_text(encoding="utf-8"), ("code", "meaning"))
+    named = [row[0].strip("`") for row in rows]
+    assert sorted(named) == sorted(REFUSAL_CODES)
 
 
 def test_every_citation_of_the_design_names_one_of_its_sections() -> None:
