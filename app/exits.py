@@ -20,9 +20,12 @@ class Exit(IntEnum):
     #: `setup`, a settings file that is no JSON object, or a platform it knows no service
     #: manager of): nothing was done.
     USAGE = 2
-    #: The hook's one non-zero status, fixed by Claude Code's protocol: exit 2 blocks the
-    #: prompt and shows stderr to the user.
-    HOOK_BLOCK = 2
+    #: The hook's one non-zero status. The number is Claude Code's, not ours: its hook protocol
+    #: reads exit 2 as "block" (a UserPromptSubmit prompt is blocked and erased and stderr shown
+    #: to the user; on SessionStart stderr is only shown), any other non-zero status as an error
+    #: that blocks nothing. So it is USAGE's number, and declared as USAGE's alias on purpose:
+    #: `Exit.HOOK_BLOCK is Exit.USAGE`, and it prints as `Exit.USAGE`.
+    HOOK_BLOCK = USAGE
     #: The store refused by its rules: auto-resume for a failure that offers none, a resume by
     #: hand while an automatic one is (or may be) under way, or after a cancel.
     REFUSED = 3

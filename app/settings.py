@@ -1,6 +1,6 @@
 """Service settings, read from the environment with the `REWAKE_` prefix.
 
-The names are a contract (DESIGN.md section 2); every setting has a working default, so
+The names are a contract (docs/design.md#settings); every setting has a working default, so
 `rewake serve` runs with no configuration on a SQLite file in the working directory.
 """
 
@@ -52,7 +52,7 @@ class Settings(BaseSettings):
     request_timeout_s: float = Field(default=60, gt=0)
     keep_alive_s: int = Field(default=5, ge=1)
     max_connections: int = Field(default=256, ge=1)
-    # The sweeper and its executors (DESIGN.md section 3).
+    # The sweeper and its executors (docs/design.md#sweeper).
     serve_sweeper: bool = True
     sweep_lease_s: float = Field(default=120, gt=0)
     sweep_workers: int = Field(default=16, ge=1)

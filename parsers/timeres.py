@@ -1,4 +1,4 @@
-"""Turning what a message states into one instant: rules 2-7 of DESIGN.md section 1.
+"""Turning what a message states into one instant: rules 2-7 of docs/design.md#rules.
 
 Every function takes `observed_at` and never reads the clock. A result is a `Reset` or a
 `Refusal` that names why no instant can be trusted.

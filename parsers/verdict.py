@@ -1,7 +1,7 @@
 """The Verdict: what `rewake.parsers.parse` concludes about one piece of CLI output.
 
 Its JSON form (`Verdict.to_json`) is a contract shared with the service, the CLI and the
-hosts; field names and values are listed in DESIGN.md section 1 and the README.
+hosts; field names and values are listed in docs/design.md#verdict and the README.
 """
 
 from __future__ import annotations

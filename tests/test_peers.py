@@ -1,6 +1,6 @@
 """The peer vectors (tests/corpus/peers/): other projects' test inputs, each judged by hand.
 
-Each vector carries the verdict DESIGN.md's rules give it (not the peer's expectation, not what
+Each vector carries the verdict docs/design.md's rules give it (not the peer's expectation, not what
 the parser prints): the reset instant and its resolution, or the refusal or the kind, the rule
 that decides, and `read`, which says what the parser may answer:
 

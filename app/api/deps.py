@@ -62,14 +62,9 @@ async def context(request: Request) -> Context:
 RequestContext = Annotated[Context, Depends(context)]
 
 
-# These dependencies never block (a session connects on first use, inside the route's worker
-# thread), so they run on the event loop instead of costing a thread hop each.
-
-
-async def writer(services: AppServices) -> AsyncIterator[Session]:
-    """A write session; the route commits it with `services.database.transaction(db)`."""
-    with services.database.writer() as db:
-        yield db
+# The reader never blocks (a session connects on first use, inside the route's worker thread),
+# so it runs on the event loop instead of costing a thread hop. Writes have no dependency: a
+# route runs its transaction through `Database.write`, on the writer threads.
 
 
 async def reader(services: AppServices) -> AsyncIterator[Session]:
@@ -77,5 +72,4 @@ async def reader(services: AppServices) -> AsyncIterator[Session]:
         yield db
 
 
-Writer = Annotated[Session, Depends(writer)]
 Reader = Annotated[Session, Depends(reader)]

@@ -1,4 +1,4 @@
-"""Request bodies and path parameters. Field names are a contract (DESIGN.md section 2);
+"""Request bodies and path parameters. Field names are a contract (docs/design.md#bodies);
 unknown fields are ignored so that hosts may send more.
 
 The failure body's optional fields are read leniently (rewake.reports.fields): a value that

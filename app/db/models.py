@@ -141,7 +141,7 @@ class FailureRow(SQLModel, table=True):
 
 
 class MarkRow(SQLModel, table=True):
-    """An auto-resume request for one failed attempt (DESIGN.md section 3)."""
+    """An auto-resume request for one failed attempt (docs/design.md#marks)."""
 
     __tablename__ = "marks"
     __table_args__ = (

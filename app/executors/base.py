@@ -3,7 +3,7 @@
 An executor never touches the database and never reads the clock: the sweeper commits
 `sending` before calling `deliver`, passes the instant it started the send, and records the
 outcome afterwards. `deliver` never raises for anything the far side does; every answer maps to
-an outcome state (DESIGN.md section 3).
+an outcome state (docs/design.md#executors).
 """
 
 from __future__ import annotations

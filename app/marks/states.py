@@ -1,4 +1,4 @@
-"""A mark's lifecycle as data (DESIGN.md section 3): its states, and the one table of the
+"""A mark's lifecycle as data (docs/design.md#states): its states, and the one table of the
 changes between them that every write of a mark's state is checked against.
 
     armed ──claim──> claimed ──start──> sending ──outcome──> done | failed | uncertain

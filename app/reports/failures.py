@@ -41,7 +41,7 @@ logger = logging.getLogger("rewake.failures")
 
 @dataclass(frozen=True, slots=True)
 class FailureReport:
-    """One failure report as the host sent it (DESIGN.md section 2, the failure body)."""
+    """One failure report as the host sent it (docs/design.md#bodies, the failure body)."""
 
     root_id: str
     run_id: str
@@ -57,7 +57,7 @@ class FailureReport:
     account_key: str | None = None
     halted: bool = False
     #: What the CLI showed about how the attempt ended (its error events' texts): stored and
-    #: shown, never parsed (DESIGN.md rule 8).
+    #: shown, never parsed (docs/design.md rule 8).
     cli_text: str | None = None
     #: What reading the optional fields changed or dropped (rewake.reports.fields).
     warnings: tuple[FieldWarning, ...] = ()
@@ -152,7 +152,7 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
     run = _move_run_and_attempt(db, runs, read, ctx)
     _move_session(db, session, runs, point if becomes_current else None, ctx)
     failure = _failure_row(read, ctx)
-    # DESIGN.md section 3: a resumed attempt that soon reports a new limit holds its account.
+    # docs/design.md#accounts: a resumed attempt that soon reports a new limit holds its account.
     held = hold_after_resume(db, failure, marks, ctx, window_s=ctx.hold_window_s)
     failure.answer = _answer(session, failure, run, ctx) | {
         "resumed_into_live_limit": held.resumed_into_live_limit,

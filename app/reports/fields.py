@@ -1,5 +1,5 @@
 """The optional fields of a failure report, read leniently: the failure route never loses a
-report (DESIGN.md section 2) over a field it could do without.
+report (docs/design.md#bodies) over a field it could do without.
 
 Only attempt, message and observed_at are required, and their errors stay 422. Every other
 field that cannot be used as sent is normalised ("Claude" is claude), cleaned (NUL and lone

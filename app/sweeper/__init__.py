@@ -1,1 +1,1 @@
-"""The sweeper: fires each armed mark once, when due, paced per account (DESIGN.md section 3)."""
+"""The sweeper: fires each armed mark once, when due, paced per account (docs/design.md#sweeper)."""

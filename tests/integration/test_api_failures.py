@@ -202,7 +202,7 @@ def test_cli_text_is_stored_and_shown_beside_the_message(http: httpx.Client, roo
 
 def test_cli_text_is_never_parsed(http: httpx.Client, root_id: str) -> None:
     """A limit banner only in cli_text leaves the verdict to the message and events: not a
-    provider limit (DESIGN.md rule 8: text the model may have written is never a banner)."""
+    provider limit (docs/design.md rule 8: text the model may have written is never a banner)."""
     body = failure(message="", cli_text=QUOTA, provider="claude")
     answer = http.post(runs_url(root_id), json=body).json()
     assert answer["verdict"]["kind"] == "none" and answer["failure_kind"] == "execution_failure"

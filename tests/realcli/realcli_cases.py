@@ -8,7 +8,7 @@ REWAKE_REALCLI_SEED replays it. `next_transitions` and `draw_near_transition` pl
 next to a zone's coming transition, for a CLI that runs on a faked clock
 (test_realcli_dst.py).
 
-Judging follows DESIGN.md: a stated reset must bracket the truth (reset_at <= truth <=
+Judging follows docs/design.md: a stated reset must bracket the truth (reset_at <= truth <=
 reset_at + resolution_s), a message that states none must be refused with the right code,
 and the kind must be right. Outcomes are appended to REWAKE_REALCLI_OUTCOMES (a JSON-lines
 file) when that is set, so a run can be summed up per CLI.
@@ -208,7 +208,7 @@ def draw_near_transition(rng: random.Random, kind: str,
 
 
 def named_reading(truth: datetime, zone: str) -> datetime:
-    """The instant DESIGN.md reads `truth`'s wall time as when the text names no offset: the
+    """The instant docs/design.md reads `truth`'s wall time as when the text names no offset: the
     same, except in a fold's first pass, where it is the second pass (rule 2, never early)."""
     local = truth.astimezone(ZoneInfo(zone))
     return local.replace(fold=1).astimezone(UTC)

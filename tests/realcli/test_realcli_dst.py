@@ -20,7 +20,7 @@ to land:
 
 What the CLI printed is parsed with the faked observed_at and the CLI's zone (every case sets
 TZ to its zone, so the zone is the case's own). A time printed
-with an IANA zone or none (Claude) names two instants in a fold, and DESIGN.md rule 2 reads
+with an IANA zone or none (Claude) names two instants in a fold, and docs/design.md rule 2 reads
 the later one: the expected reading is then the reset's wall time in the second pass. A time
 printed with its offset (Gemini's "EDT", "GMT+10:30") names one instant. Structured sources
 (Claude's rate_limit_event) must give the true reset.

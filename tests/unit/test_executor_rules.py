@@ -60,7 +60,7 @@ def delivery(**changes: object) -> Delivery:
     ],
 )
 def test_answer_maps_to_outcome(status: int, body: str, state: str, code: str) -> None:
-    """Each host answer maps to the mark state and code DESIGN.md gives it."""
+    """Each host answer maps to the mark state and code docs/design.md#executors gives it."""
     outcome = outcome_of(status, body)
     assert (outcome.state, outcome.code) == (state, code)
 

@@ -1,4 +1,4 @@
-"""The mark lifecycle's table (rewake.marks.states) allows the changes of DESIGN.md section 3
+"""The mark lifecycle's table (rewake.marks.states) allows the changes of docs/design.md#states
 and refuses every other."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from rewake.marks.states import (
     check_transition,
 )
 
-# DESIGN.md section 3, change by change.
+# docs/design.md#states, change by change.
 ALLOWED = [
     ("armed", "claimed"),
     ("claimed", "sending"),
@@ -40,13 +40,13 @@ REFUSED = [
 
 @pytest.mark.parametrize(("before", "after"), ALLOWED)
 def test_each_change_of_the_lifecycle_is_allowed(before: str, after: str) -> None:
-    """Every change DESIGN.md names passes the check, and gives the target as a MarkState."""
+    """Every change docs/design.md names passes the check, and gives the target as a MarkState."""
     assert check_transition([before], after) is MarkState(after)
 
 
 @pytest.mark.parametrize(("before", "after"), REFUSED)
 def test_a_change_outside_the_lifecycle_is_refused(before: str, after: str) -> None:
-    """A change DESIGN.md does not name raises IllegalTransition, naming both states."""
+    """A change docs/design.md does not name raises IllegalTransition, naming both states."""
     with pytest.raises(IllegalTransition, match=f"from {before} to {after}"):
         check_transition([before], after)
 
@@ -86,3 +86,11 @@ def test_every_state_is_reachable_from_armed() -> None:
                 seen.add(after)
                 todo.append(after)
     assert seen == set(MarkState)
+
+
+def test_the_live_index_covers_exactly_the_live_states() -> None:
+    """The states of the one-live-mark-per-session index (rewake.db.models, which cannot import
+    the marks layer) are the lifecycle's live states, in order."""
+    from rewake.db import models
+
+    assert tuple(str(state) for state in LIVE_STATES) == models.LIVE_STATES

@@ -24,7 +24,7 @@ def test_defaults_work_with_no_environment(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_settings_read_rewake_names(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The environment names are DESIGN.md's: REWAKE_ and the field name."""
+    """The environment names are docs/design.md's: REWAKE_ and the field name."""
     monkeypatch.setenv("REWAKE_API_TOKENS", "ops:ops-secret-0123456789, ci:ci-secret-0123456789")
     monkeypatch.setenv("REWAKE_RESUME_DELAY_S", "45")
     monkeypatch.setenv("REWAKE_DISPLAY_ZONE", "Europe/Berlin")

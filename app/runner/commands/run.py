@@ -8,8 +8,8 @@
 Every form holds the session's lock (rewake.runner.process.guard) while it runs the CLI, and checks
 that the store answers before it spawns anything: an attempt that cannot be recorded is not started.
 
-Only the standard library is imported at module level: `rewake parse` builds the same argument
-parser and must start fast.
+`rewake.cli` imports this module only for `rewake run` (or to list every command: `--help`, a
+mistyped one), so what it needs is imported at the top: `rewake parse` never loads it.
 """
 
 from __future__ import annotations

@@ -202,7 +202,7 @@ class Provider:
         events (and of a result that is an error), in order, each once, one per line.
 
         Headless, a CLI writes these only into its events, so the report's text tail lacks
-        them. They are shown to people and never parsed (DESIGN.md rule 8: the parser reads
+        them. They are shown to people and never parsed (docs/design.md rule 8: the parser reads
         the events themselves, where it can tell the CLI's words from the model's)."""
         texts = (text.strip() for event in events for text in self.error_texts(event))
         return "\n".join(dict.fromkeys(text for text in texts if text))

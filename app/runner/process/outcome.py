@@ -88,7 +88,7 @@ def classify(provider: Provider, finished: Finished, zone: str | None) -> Classi
 def failure_body(
     finished: Finished, classified: Classified, *, attempt: int, provider: str, zone: str | None
 ) -> dict[str, Any]:
-    """The failure report (DESIGN.md section 2's body) for an attempt that failed.
+    """The failure report (the failure body, docs/design.md#bodies) for an attempt that failed.
 
     `message` is the text the CLI printed outside its events; `cli_text` is what its error
     events showed the user, which a headless run never prints as text. The service parses the

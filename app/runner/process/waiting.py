@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import IO, Any
+from typing import IO
 
-from rewake.executors.base import Outcome
+from rewake.executors.base import Delivery, Outcome
 from rewake.instants import local_clock, parse_instant
 from rewake.reports.banners import describe_wait
 from rewake.runner.local import records
@@ -43,7 +43,7 @@ class Fire:
     record how the send ended (`finish`)."""
 
     store: LocalStore
-    delivery: Any  # rewake.executors.base.Delivery (imported lazily: rewake parse starts fast)
+    delivery: Delivery
 
 
 @dataclass(frozen=True)
