@@ -114,7 +114,7 @@ class Settings(BaseSettings):
                     "REWAKE_DATABASE_URL names PostgreSQL, whose driver is not installed: "
                     "pip install 'rewake[postgres]'"
                 ) from error
-        return value
+        return _dbapi_importable(value)
 
     @field_validator("api_tokens")
     @classmethod
@@ -195,6 +195,27 @@ def parse_tokens(value: str) -> dict[str, str]:
             )
         tokens[name] = secret
     return tokens
+
+
+def _dbapi_importable(value: str) -> str:
+    """`value` when the driver its URL names can be imported; a ValueError naming the driver
+    when not (a URL SQLAlchemy cannot read is left to the database's own error at start)."""
+    from sqlalchemy import exc as sa_exc
+    from sqlalchemy.engine import make_url
+
+    try:
+        dialect = make_url(normalize_database_url(value)).get_dialect()
+    except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ValueError):
+        return value
+    try:
+        dialect.import_dbapi()
+    except ImportError as error:
+        driver = getattr(dialect, "driver", None) or dialect.name
+        raise ValueError(
+            f"REWAKE_DATABASE_URL names the {dialect.name}+{driver} driver, which is not "
+            f"installed ({error})"
+        ) from None
+    return value
 
 
 def normalize_database_url(url: str) -> str:
