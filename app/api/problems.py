@@ -116,7 +116,10 @@ def install_problem_handlers(app: FastAPI, on_problem: Any) -> None:
             exc.status_code, "invalid_request" if exc.status_code < 500 else "internal_error"
         )
         on_problem(code)
-        return problem(exc.status_code, code, str(exc.detail))
+        answer = problem(exc.status_code, code, str(exc.detail))
+        # The router's own headers: a 405's `Allow` (RFC 9110 says it must be sent).
+        answer.headers.update(exc.headers or {})
+        return answer
 
     @app.exception_handler(OperationalError)
     async def _database(_request: Request, exc: OperationalError) -> JSONResponse:

@@ -235,6 +235,25 @@ def test_attempt_numbers_are_strict_integers(
     assert_problem(http.get(f"/api/agent/runs/{root_id}"), 404, "session_not_found")
 
 
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("DELETE", "/healthz", {"GET"}),
+        ("PATCH", "/api/agent/runs/r-405/auto-resume", {"PUT"}),
+        ("GET", runs_url("r-405"), {"POST"}),
+    ],
+)
+def test_a_405_names_the_allowed_methods(
+    http: httpx.Client, method: str, path: str, allowed: set[str]
+) -> None:
+    """A method the route does not take is 405 method_not_allowed with an `Allow` header
+    naming the methods it does take (RFC 9110 requires it)."""
+    answer = http.request(method, path)
+    assert_problem(answer, 405, "method_not_allowed")
+    named = {word.strip() for word in answer.headers["allow"].split(",")}
+    assert allowed <= named and method not in named
+
+
 def test_an_integral_float_attempt_is_that_integer(http: httpx.Client, root_id: str) -> None:
     """`2783.0`, an integer by the published schema's JSON Schema, is taken as attempt 2783
     on the failures and attempts routes."""
