@@ -124,7 +124,10 @@ def install_problem_handlers(app: FastAPI, on_problem: Any) -> None:
     @app.exception_handler(OperationalError)
     async def _database(_request: Request, exc: OperationalError) -> JSONResponse:
         on_problem("database_unavailable")
-        log_event(logger, "database_unavailable", logging.ERROR, error=str(exc.orig))
+        log_event(
+            logger, "database_unavailable", logging.ERROR,
+            repeats=type(exc.orig).__name__, error=str(exc.orig),
+        )  # fmt: skip
         return problem(503, "database_unavailable", "the database did not answer; try again")
 
     @app.exception_handler(Exception)
