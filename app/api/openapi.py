@@ -37,14 +37,15 @@ def problems(
 ) -> Responses:
     """A route's `responses`: one per status for `codes`, plus what every such route can
     answer: `auth` 401 unauthorized and 403 loopback_only; `body` (it reads a JSON body) 422
-    and 400 invalid_request and 413 body_too_large; `database` 503 database_unavailable."""
+    and 400 invalid_request and 413 body_too_large; `database` 503 database_unavailable and
+    (a write the storage cannot hold) storage_full."""
     listed = list(codes)
     if auth:
         listed += ["unauthorized", "loopback_only"]
     if body:
         listed += ["invalid_request", "body_too_large"]
     if database:
-        listed.append("database_unavailable")
+        listed += ["database_unavailable", "storage_full"]
     by_status: dict[int, list[str]] = {}
     for code in dict.fromkeys(listed):
         by_status.setdefault(CODES[code][0], []).append(code)

@@ -53,6 +53,7 @@ def test_readyz_needs_a_sweeper_seen_in_90_s(api: Api, http: httpx.Client) -> No
     assert {name: check["ok"] for name, check in ready.json()["checks"].items()} == {
         "database": True,
         "schema": True,
+        "storage": True,
         "sweeper": True,
     }
 
