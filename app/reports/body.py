@@ -32,7 +32,7 @@ def _integral(value: Any) -> Any:
 
 #: An attempt counts from 1. A JSON integer (`2783.0` included) and nothing else: `true`, `"1"`
 #: and `1.5` are refused (422), never read as a number.
-AttemptNumber = Annotated[StrictInt, BeforeValidator(_integral), Field(ge=1, le=1_000_000_000)]
+AttemptNumber = Annotated[StrictInt, Field(ge=1, le=1_000_000_000), BeforeValidator(_integral)]
 
 
 Provider = Literal["claude", "codex", "gemini"]
