@@ -111,7 +111,7 @@ def _settings() -> Settings | None:
     except ValidationError as error:
         print(f"rewake: invalid configuration:\n{explain(error)}", file=sys.stderr)
     except SecretError as error:
-        print(f"rewake: invalid configuration:\n{error}", file=sys.stderr)
+        print(f"rewake: invalid configuration: {error}", file=sys.stderr)
     return None
 
 

@@ -84,3 +84,24 @@ def test_the_program_gets_the_database_url_without_its_password() -> None:
         "REWAKE_DATABASE_URL": "postgresql+psycopg://rewake@db:5432/rewake?sslmode=require"
     }
     assert without_password("sqlite:///rewake.db") == "sqlite:///rewake.db"
+
+
+@pytest.mark.parametrize("command", ["serve", "sweep", "migrate"])
+def test_a_bad_secret_file_stops_the_service_in_one_line(tmp_path: Path, command: str) -> None:
+    """`rewake serve`, `sweep` and `migrate` with an unreadable REWAKE_API_TOKENS_FILE exit 2
+    with one line naming the variable and the code, no traceback, nothing opened."""
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REWAKE_")}
+    env["REWAKE_API_TOKENS_FILE"] = str(tmp_path / "absent")
+    done = subprocess.run(
+        [sys.executable, "-m", "rewake", command],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        f"rewake: invalid configuration: REWAKE_API_TOKENS_FILE: cannot read {tmp_path}/absent: "
+        "No such file or directory (secret_file_unreadable)"
+    ]
+    assert not (tmp_path / "rewake.db").exists()
