@@ -77,9 +77,17 @@ def test_sealing_reexecutes_without_the_secrets_and_hands_them_over(
 
 
 def test_the_program_gets_the_database_url_without_its_password() -> None:
-    """The command executor's program gets REWAKE_DATABASE_URL with no password in it."""
+    """The command executor's program gets REWAKE_DATABASE_URL with no password in it, and
+    neither a secret, nor where its file is, nor the handover's descriptor."""
     url = "postgresql+psycopg://rewake:s3cret-pw@db:5432/rewake?sslmode=require"
-    env = command_environment({"REWAKE_DATABASE_URL": url, "REWAKE_API_TOKENS": "a:b"})
+    env = command_environment(
+        {
+            "REWAKE_DATABASE_URL": url,
+            "REWAKE_API_TOKENS": "a:b",
+            "REWAKE_API_TOKENS_FILE": "/run/credentials/api_tokens",
+            secret_env.HANDOVER_VAR: "3",
+        }
+    )
     assert env == {
         "REWAKE_DATABASE_URL": "postgresql+psycopg://rewake@db:5432/rewake?sslmode=require"
     }
