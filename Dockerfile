@@ -2,11 +2,12 @@
 # rewake as a container: `rewake serve` by default, `rewake sweep` for a sidecar.
 #
 #   docker build -t rewake .
-#   docker run -p 8600:8600 -e REWAKE_API_TOKENS=admin:change-me rewake
+#   docker run -p 8600:8600 -v "$PWD/api_tokens:/run/secrets/api_tokens:ro" \
+#       -e REWAKE_API_TOKENS_FILE=/run/secrets/api_tokens rewake   # a file holding admin:<secret>
 #   docker run rewake rewake sweep --metrics-port 9610 --metrics-host 0.0.0.0   # the sidecar
 #
 # The API listens on 0.0.0.0 inside the container, and rewake refuses to bind beyond loopback
-# without REWAKE_API_TOKENS: give it tokens (compose.yaml and docs/k8s/ take them from a secret).
+# without REWAKE_API_TOKENS: give it tokens, as a file (compose.yaml and docs/k8s/ mount secrets).
 
 # Any Debian-based image with Python 3.11 or newer; the slim image keeps compilers out.
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm

@@ -72,12 +72,33 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: The commands that start programs (the command executor's): their secrets leave the
+#: environment first (rewake.secret_env), which re-executes this very command line.
+SEALED = frozenset({"serve", "sweep"})
+
+
+def _seal() -> int | None:
+    from rewake.secret_env import SecretError, seal_environment
+
+    try:
+        seal_environment()
+    except SecretError as error:
+        print(f"rewake: {error}", file=sys.stderr)
+        return Exit.USAGE
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     # The first word that is no option is the command; the one top-level option with a value,
     # --print-completion, is followed by a shell's name, which is no command: every command
     # is then registered, as the completion script needs.
     command = next((word for word in arguments if not word.startswith("-")), None)
+    if command in SEALED and arguments == sys.argv[1:]:
+        # Before the service's modules load, which the re-executed image loads again.
+        sealed = _seal()
+        if sealed is not None:
+            return sealed
     try:
         args = build_parser(command).parse_args(arguments)
         result: int = args.func(args)

@@ -35,6 +35,7 @@ CODES: dict[str, tuple[int, str]] = {
     "body_too_large": (413, "the body is over 16 MiB"),
     "not_ready": (503, "the database, the schema or the sweeper is not ready"),
     "database_unavailable": (503, "the database did not answer in time"),
+    "storage_full": (503, "the database's storage is full: nothing was written"),
     "internal_error": (500, "an unexpected error, logged for the operators"),
 }
 

@@ -20,6 +20,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from rewake.printable import escaped
 
 _FIELDS = "rewake_fields"
+#: The record attribute naming a repeatable failure's kind (log_event's `repeats`).
+_REPEATS = "rewake_repeats"
+#: Digits, masked in a message's kind: a scheduler's "next run at 11:33:00", a port, a pid.
+_DIGITS = re.compile(r"[0-9]+")
 
 
 #: What stands in for a secret part of a URL in logs and messages.
@@ -76,9 +80,21 @@ def redact_text(text: str) -> str:
 QUIET_LOGGERS = ("httpx", "httpcore")
 
 
-def log_event(logger: logging.Logger, event: str, level: int = logging.INFO, **fields: Any) -> None:
-    """Log one named event with its fields."""
-    logger.log(level, event, extra={_FIELDS: fields})
+def log_event(
+    logger: logging.Logger,
+    event: str,
+    level: int = logging.INFO,
+    *,
+    repeats: str | None = None,
+    **fields: Any,
+) -> None:
+    """Log one named event with its fields. `repeats` names the kind of a failure that may
+    come again and again while something outside is down (the error's type): then one event
+    of that kind per ThrottleRepeats window goes out, the next saying how many were left out."""
+    extra: dict[str, Any] = {_FIELDS: fields}
+    if repeats is not None:
+        extra[_REPEATS] = repeats
+    logger.log(level, event, extra=extra)
 
 
 class JsonFormatter(logging.Formatter):
@@ -119,13 +135,18 @@ class TextFormatter(logging.Formatter):
 
 
 class ThrottleRepeats(logging.Filter):
-    """Lets one warning or error of a kind through per `window_s`, from loggers outside
-    rewake's own (asyncio, uvicorn): under a flood of connections, asyncio logs a traceback
-    for every accept that fails, and one audit wrote 804,037 of them (348 MB) in 80 s.
+    """Lets one warning or error of a kind through per `window_s`: from loggers outside
+    rewake's own (asyncio, uvicorn, the scheduler), and rewake's own failure events that name
+    their kind (`log_event(..., repeats=...)`). Under a flood of connections, asyncio logs a
+    traceback for every accept that fails (one audit wrote 804,037 of them, 348 MB, in 80 s);
+    during a full disk or a database restart, every sweep, heartbeat and timer turn fails.
 
-    A kind is the logger, the level and the message's first line (later lines name objects
-    and addresses that differ each time). The next one let through after a window says how many
-    like it were left out. rewake's own events are never held back."""
+    A library's kind is the logger, the level and the message's first line with its digits
+    masked (the scheduler's "next run at ...", an address, a port differ each time; later lines
+    name objects that differ too); a rewake event's kind is the event and the kind it names. The
+    next one let through after a window says how many like it were left out, on one line: its
+    traceback, already shown by the first, is dropped. rewake's other events are never held
+    back."""
 
     def __init__(self, window_s: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__()
@@ -135,13 +156,17 @@ class ThrottleRepeats(logging.Filter):
         self._seen: dict[tuple[str, int, str], tuple[float, int]] = {}
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if record.levelno < logging.WARNING or record.name.split(".")[0] == "rewake":
+        if record.levelno < logging.WARNING:
+            return True
+        repeats = getattr(record, _REPEATS, None)
+        if record.name.split(".")[0] == "rewake" and repeats is None:
             return True
         try:
             first = record.getMessage().split("\n", 1)[0][:200]
         except Exception:  # a message whose arguments do not format: let logging say so
             return True
-        kind = (record.name, record.levelno, first)
+        described = f"{first} {repeats}" if repeats is not None else _DIGITS.sub("#", first)
+        kind = (record.name, record.levelno, described)
         now = self._clock()
         last = self._seen.get(kind)
         if last is not None and now - last[0] < self.window_s:
@@ -151,8 +176,16 @@ class ThrottleRepeats(logging.Filter):
             self._seen = {k: v for k, v in self._seen.items() if now - v[0] < self.window_s}
         self._seen[kind] = (now, 0)
         if last is not None and last[1]:
-            left_out = f"({last[1]} more like this in the last {self.window_s:g} s were not logged)"
-            record.msg, record.args = f"{record.getMessage()} {left_out}", None
+            # Still flooding: one line, the count, no second copy of the traceback.
+            record.exc_info, record.exc_text, record.stack_info = None, None, None
+            if repeats is not None:
+                fields = {**getattr(record, _FIELDS, {}), "left_out": last[1]}
+                fields["left_out_window_s"] = self.window_s
+                setattr(record, _FIELDS, fields)
+            else:
+                record.msg = f"{first} ({last[1]} more like this in the last {self.window_s:g} s "
+                record.msg += "were not logged)"
+                record.args = None
         return True
 
 

@@ -68,7 +68,8 @@ def create_app(
     install_problem_handlers(app, metrics.problem)
     app.include_router(ops.router)
     app.include_router(routes.router)
-    install_openapi(app)  # the document at /openapi.json: problems, security, answers
+    # The document at /openapi.json: problems, answers, and the bearer scheme when tokens are set.
+    install_openapi(app, bearer=bool(settings.tokens))
     install_web(app)  # the page at `/`, after the API's handlers it defers to
     app.add_middleware(BodyLimit)
     # Outermost: nothing is read before the caller is known.

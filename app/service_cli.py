@@ -28,6 +28,7 @@ from rewake.executors.factory import ExecutorConfigError
 from rewake.exits import Exit
 from rewake.logs import configure_logging, log_event, redact_url
 from rewake.main import build_sweeper, create_app
+from rewake.secret_env import SecretError
 from rewake.settings import Settings, explain, is_loopback
 from rewake.sweeper.metrics import SweeperMetrics
 from rewake.sweeper.runtime import Sweeper
@@ -104,11 +105,14 @@ def register(subparsers: Any) -> None:
 
 
 def _settings() -> Settings | None:
+    """The settings, or None after saying why not (a setting, or a secret's file)."""
     try:
         return Settings()
     except ValidationError as error:
         print(f"rewake: invalid configuration:\n{explain(error)}", file=sys.stderr)
-        return None
+    except SecretError as error:
+        print(f"rewake: invalid configuration: {error}", file=sys.stderr)
+    return None
 
 
 def run_migrate(_args: argparse.Namespace) -> int:

@@ -9,11 +9,18 @@ from __future__ import annotations
 import ipaddress
 import re
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from rewake.secret_env import given_secrets
 
 _TOKEN_NAME = re.compile(r"[A-Za-z0-9_.@-]{1,64}")
 
@@ -25,8 +32,21 @@ MIN_SECRET_CHARS = 16
 SWEEPER_FRESH_S = 90
 
 
+class _GivenSecrets(PydanticBaseSettingsSource):
+    """The secrets read from `REWAKE_<NAME>_FILE` files or handed over at re-execution
+    (rewake.secret_env), by field name; they take the environment's place."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        return {
+            name.removeprefix("REWAKE_").lower(): value for name, value in given_secrets().items()
+        }
+
+
 class Settings(BaseSettings):
-    """Everything the service reads from its environment."""
+    """Everything the service reads from its environment (and its secrets' files)."""
 
     model_config = SettingsConfigDict(env_prefix="REWAKE_", extra="ignore", frozen=True)
 
@@ -72,6 +92,17 @@ class Settings(BaseSettings):
     #: prefix, comma-separated; checked here so that a sweeper refuses a bad list at start.
     pass_env: str | None = None
 
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, _GivenSecrets(settings_cls), env_settings)
+
     @field_validator("database_url")
     @classmethod
     def _driver_installed(cls, value: str) -> str:
@@ -83,7 +114,7 @@ class Settings(BaseSettings):
                     "REWAKE_DATABASE_URL names PostgreSQL, whose driver is not installed: "
                     "pip install 'rewake[postgres]'"
                 ) from error
-        return value
+        return _dbapi_importable(value)
 
     @field_validator("api_tokens")
     @classmethod
@@ -164,6 +195,27 @@ def parse_tokens(value: str) -> dict[str, str]:
             )
         tokens[name] = secret
     return tokens
+
+
+def _dbapi_importable(value: str) -> str:
+    """`value` when the driver its URL names can be imported; a ValueError naming the driver
+    when not (a URL SQLAlchemy cannot read is left to the database's own error at start)."""
+    from sqlalchemy import exc as sa_exc
+    from sqlalchemy.engine import make_url
+
+    try:
+        dialect = make_url(normalize_database_url(value)).get_dialect()
+    except (sa_exc.ArgumentError, sa_exc.NoSuchModuleError, ValueError):
+        return value
+    try:
+        dialect.import_dbapi()
+    except ImportError as error:
+        driver = getattr(dialect, "driver", None) or dialect.name
+        raise ValueError(
+            f"REWAKE_DATABASE_URL names the {dialect.name}+{driver} driver, which is not "
+            f"installed ({error})"
+        ) from None
+    return value
 
 
 def normalize_database_url(url: str) -> str:

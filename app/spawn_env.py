@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from urllib.parse import urlsplit, urlunsplit
 
 #: What a coding CLI needs to run as the user: paths, locale, terminal, time zone, temporary
 #: files, proxies and the certificates they need.
@@ -121,10 +122,24 @@ def agent_environment(source: Mapping[str, str]) -> dict[str, str]:
 
 def command_environment(source: Mapping[str, str]) -> dict[str, str]:
     """What the command executor's program may see of `source`: the agent's allowlist and the
-    store's names (`STORE_NAMES`), which `rewake run --resume-of` needs and keeps to itself."""
+    store's names (`STORE_NAMES`), which `rewake run --resume-of` needs and keeps to itself.
+    The database URL goes without its password: the program is where the agent runs, so a
+    password it needs comes from its own credential (~/.pgpass), never from the service's."""
     kept = agent_environment(source)
     kept.update((name, source[name]) for name in STORE_NAMES if name in source)
+    if "REWAKE_DATABASE_URL" in kept:
+        kept["REWAKE_DATABASE_URL"] = without_password(kept["REWAKE_DATABASE_URL"])
     return kept
+
+
+def without_password(url: str) -> str:
+    """`url` with the password of its user info removed (`scheme://user@host/...`)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    user = parts.netloc.rpartition("@")[0].partition(":")[0]
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{user}@{host}"))
 
 
 def without_rewake_settings(source: Mapping[str, str]) -> dict[str, str]:

@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
         "rewake.ids",
         "rewake.printable",
         "rewake.spawn_env",
+        "rewake.secret_env",
     },
     {"rewake.db"},
     {"rewake.sessions"},

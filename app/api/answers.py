@@ -320,5 +320,8 @@ class Ready(Answer):
 
     status: Literal["ready"]
     checks: dict[str, dict[str, Any]] = Field(
-        description="database, schema (current and head revisions), sweeper (seen_at)"
+        description=(
+            "database, schema (current and head revisions), storage (writes fit: not "
+            "storage_full), sweeper (seen_at)"
+        )
     )

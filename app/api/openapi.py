@@ -5,7 +5,8 @@ Each route names the problem codes it can answer (`problems`), by stable code; t
 comes from `rewake.errors.CODES`, so a route cannot declare a code under the wrong status.
 Every problem is `application/problem+json` with the `Problem` schema, its `code` narrowed
 to the codes that route gives with that status. `install_openapi` adds the bearer security
-scheme to every route that `rewake.security.auth.Auth` guards.
+scheme to every route that `rewake.security.auth.Auth` guards, when tokens are configured:
+without them no route asks for a bearer token, and the document says none.
 """
 
 from __future__ import annotations
@@ -36,14 +37,15 @@ def problems(
 ) -> Responses:
     """A route's `responses`: one per status for `codes`, plus what every such route can
     answer: `auth` 401 unauthorized and 403 loopback_only; `body` (it reads a JSON body) 422
-    and 400 invalid_request and 413 body_too_large; `database` 503 database_unavailable."""
+    and 400 invalid_request and 413 body_too_large; `database` 503 database_unavailable and
+    (a write the storage cannot hold) storage_full."""
     listed = list(codes)
     if auth:
         listed += ["unauthorized", "loopback_only"]
     if body:
         listed += ["invalid_request", "body_too_large"]
     if database:
-        listed.append("database_unavailable")
+        listed += ["database_unavailable", "storage_full"]
     by_status: dict[int, list[str]] = {}
     for code in dict.fromkeys(listed):
         by_status.setdefault(CODES[code][0], []).append(code)
@@ -77,31 +79,34 @@ def _problem(status: int, codes: list[str]) -> dict[str, Any]:
     return response
 
 
-def install_openapi(app: FastAPI) -> None:
-    """`app.openapi()` as FastAPI builds it, then the Problem schema and the bearer scheme."""
+def install_openapi(app: FastAPI, *, bearer: bool) -> None:
+    """`app.openapi()` as FastAPI builds it, then the Problem schema and, when `bearer` (tokens
+    are configured), the bearer scheme."""
     build: Callable[[], dict[str, Any]] = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            _complete(build())  # FastAPI keeps what it built in app.openapi_schema
+            _complete(build(), bearer=bearer)  # FastAPI keeps what it built in app.openapi_schema
         assert app.openapi_schema is not None
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
 
 
-def _complete(document: dict[str, Any]) -> None:
+def _complete(document: dict[str, Any], *, bearer: bool) -> None:
     components = document.setdefault("components", {})
     schemas = components.setdefault("schemas", {})
     schemas["Problem"] = Problem.model_json_schema(ref_template=_REF_TEMPLATE)
     schemas.update(_MEMBERS.get("$defs", {}))
+    if not bearer:  # no token configured: nothing to send, loopback callers only
+        return
     components["securitySchemes"] = {
         BEARER: {
             "type": "http",
             "scheme": "bearer",
             "description": (
-                "the secret of a token in REWAKE_API_TOKENS. With no token configured, none is "
-                "needed, and only callers on this machine are served (else 403 loopback_only)."
+                "the secret of a token in REWAKE_API_TOKENS (with none configured, the "
+                "document declares no scheme and only callers on this machine are served)."
             ),
         }
     }

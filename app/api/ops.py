@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
+from pathlib import Path
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
@@ -13,6 +15,7 @@ from rewake.api.openapi import OPENAPI_PATH, problems
 from rewake.api.problems import problem
 from rewake.api.schemas import ParseBody
 from rewake.db import migrations
+from rewake.db.engine import Database
 from rewake.marks import repository as mark_repo
 from rewake.reports.rules import check_observed_at, clean_text
 from rewake.settings import SWEEPER_FRESH_S
@@ -31,7 +34,7 @@ def healthz() -> JSONResponse:
 
 @router.get(
     "/readyz",
-    summary="Readiness: database, schema current, a sweeper seen in 90 s",
+    summary="Readiness: database, schema current, storage not full, a sweeper seen in 90 s",
     response_model=answers.Ready,
     responses=problems("not_ready", database=False),  # a database that fails is not ready
 )
@@ -51,17 +54,41 @@ def readyz(services: AppServices, _who: Actor) -> JSONResponse:
             schema = {"ok": False, "error": str(missing)}
         checks["database"] = {"ok": True}
         checks["schema"] = schema
+        # Reads still work on a full disk: the last write that failed for want of storage
+        # (until one succeeds) and, for a SQLite file, the free space beside it say so.
+        checks["storage"] = storage_check(services.database)
         with services.database.reader() as db:
             seen = mark_repo.latest_heartbeat(db)
         fresh = seen is not None and now - seen <= timedelta(seconds=SWEEPER_FRESH_S)
         checks["sweeper"] = {"ok": fresh, "seen_at": seen.isoformat() if seen else None}
     except Exception as error:  # any failure to reach the database means not ready
         checks["database"] = {"ok": False, "error": type(error).__name__}
-    ready = all(check["ok"] for check in checks.values()) and len(checks) == 3
+    ready = all(check["ok"] for check in checks.values()) and len(checks) == 4
     if not ready:
         failing = ", ".join(name for name, check in checks.items() if not check["ok"])
         return problem(503, "not_ready", f"not ready: {failing}", checks=checks)
     return JSONResponse({"status": "ready", "checks": checks})
+
+
+#: Free space under which a SQLite file's storage counts as full: a page and its WAL frame.
+MIN_FREE_BYTES = 64 * 1024
+
+
+def storage_check(database: Database) -> dict[str, object]:
+    """/readyz's storage check: not ok while writes fail for want of storage, or when the
+    file system of a SQLite file has under MIN_FREE_BYTES free."""
+    if database.storage_full_since is not None:
+        return {"ok": False, "error": "storage_full"}
+    path = database.engine.url.database if database.dialect == "sqlite" else None
+    if path and path != ":memory:":
+        try:
+            stats = os.statvfs(Path(path).absolute().parent)
+        except OSError:
+            return {"ok": True}
+        free = stats.f_bavail * stats.f_frsize
+        if free < MIN_FREE_BYTES:
+            return {"ok": False, "error": "storage_full", "free_bytes": free}
+    return {"ok": True}
 
 
 @router.get(

@@ -17,6 +17,7 @@ from sqlalchemy.exc import OperationalError
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from rewake.db.engine import is_storage_full
 from rewake.errors import CODES, DomainError
 from rewake.logs import log_event
 
@@ -116,12 +117,27 @@ def install_problem_handlers(app: FastAPI, on_problem: Any) -> None:
             exc.status_code, "invalid_request" if exc.status_code < 500 else "internal_error"
         )
         on_problem(code)
-        return problem(exc.status_code, code, str(exc.detail))
+        answer = problem(exc.status_code, code, str(exc.detail))
+        # The router's own headers: a 405's `Allow` (RFC 9110 says it must be sent).
+        answer.headers.update(exc.headers or {})
+        return answer
 
     @app.exception_handler(OperationalError)
     async def _database(_request: Request, exc: OperationalError) -> JSONResponse:
+        if is_storage_full(exc):  # the database answered: it cannot store the write
+            on_problem("storage_full")
+            log_event(
+                logger, "storage_full", logging.ERROR,
+                repeats=type(exc.orig).__name__, error=str(exc.orig),
+            )  # fmt: skip
+            return problem(
+                503, "storage_full", "the database's storage is full; nothing was written"
+            )
         on_problem("database_unavailable")
-        log_event(logger, "database_unavailable", logging.ERROR, error=str(exc.orig))
+        log_event(
+            logger, "database_unavailable", logging.ERROR,
+            repeats=type(exc.orig).__name__, error=str(exc.orig),
+        )  # fmt: skip
         return problem(503, "database_unavailable", "the database did not answer; try again")
 
     @app.exception_handler(Exception)

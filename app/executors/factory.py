@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from rewake.executors.base import DEFAULT_PROMPT, Executor
 from rewake.executors.command import CommandExecutor
 from rewake.executors.log import LogExecutor
 from rewake.executors.webhook import WebhookExecutor
+from rewake.secret_env import given_secrets
 
 
 class ExecutorConfigError(ValueError):
@@ -30,8 +32,13 @@ def build_executor(settings: Any) -> Executor:
         if settings.executor == "command":
             if not settings.command:
                 raise ExecutorConfigError("REWAKE_COMMAND is required by the command executor")
+            # The secrets no longer sit in this process's environment (rewake.secret_env):
+            # the program's allowlist picks what it needs of them from what was given.
             return CommandExecutor(
-                settings.command, prompt=prompt, grace_s=settings.command_grace_s
+                settings.command,
+                prompt=prompt,
+                grace_s=settings.command_grace_s,
+                env={**os.environ, **given_secrets()},
             )
     except ValueError as error:
         raise ExecutorConfigError(str(error)) from error

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ModelWrapValidatorHandler,
@@ -20,8 +21,18 @@ from rewake.reports.failures import FailureReport
 from rewake.reports.fields import FieldWarning, read_optional_fields
 from rewake.reports.rules import CLI_TEXT_LIMIT_CHARS, FailureKind
 
-#: A JSON integer and nothing else: `true`, `"1"` and `1.0` are refused (422), never read as 1.
-AttemptNumber = Annotated[StrictInt, Field(ge=0, le=1_000_000_000)]
+
+def _integral(value: Any) -> Any:
+    """`2783.0` as 2783: the published schema says `integer`, and JSON Schema counts a number
+    with no fraction as one (so do the clients it generates). `1.5` stays a float: refused."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+#: An attempt counts from 1. A JSON integer (`2783.0` included) and nothing else: `true`, `"1"`
+#: and `1.5` are refused (422), never read as a number.
+AttemptNumber = Annotated[StrictInt, Field(ge=1, le=1_000_000_000), BeforeValidator(_integral)]
 
 
 Provider = Literal["claude", "codex", "gemini"]

@@ -240,7 +240,10 @@ class Dispatcher:
             now = step.database_clock(self.database, now)
             rows = step.finish(self.database, now, batch)
         except Exception as error:  # their leases run out and the reaper says uncertain
-            log_event(logger, "outcome_not_recorded", logging.ERROR, error=repr(error))
+            log_event(
+                logger, "outcome_not_recorded", logging.ERROR,
+                repeats=type(error).__name__, error=repr(error),
+            )  # fmt: skip
             rows = [None] * len(batch)
         for (delivery, outcome), row in zip(batch, rows, strict=True):
             self.metrics.outcomes.labels(self.executor.name, outcome.state).inc()

@@ -71,7 +71,10 @@ class Reconciler:
             self._after_id = done.next_after_id
             return done
         except Exception as error:  # the database away for a moment: the next round retries
-            log_event(logger, "reconcile_failed", logging.WARNING, error=repr(error))
+            log_event(
+                logger, "reconcile_failed", logging.WARNING,
+                repeats=type(error).__name__, error=repr(error),
+            )  # fmt: skip
             return None
         finally:
             self._round_lock.release()

@@ -138,7 +138,10 @@ class PreciseTimer:
             try:
                 pause = self.step()
             except Exception as error:
-                log_event(logger, "timer_turn_failed", logging.WARNING, error=repr(error))
+                log_event(
+                    logger, "timer_turn_failed", logging.WARNING,
+                    repeats=type(error).__name__, error=repr(error),
+                )  # fmt: skip
                 self._refreshed_at = None
                 pause = self.step_s
             self._sleep(pause)

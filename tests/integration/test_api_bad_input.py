@@ -215,13 +215,13 @@ def test_parse_route_refuses_naive_and_odd_input(http: httpx.Client) -> None:
     assert odd.status_code == 200
 
 
-@pytest.mark.parametrize("attempt", [True, False, "1", 1.0, "2"])
+@pytest.mark.parametrize("attempt", [True, False, "1", 1.5, "2", 0, 0.0, -3.0])
 @pytest.mark.parametrize("route", ["failures", "attempts", "resolve"])
 def test_attempt_numbers_are_strict_integers(
     http: httpx.Client, root_id: str, route: str, attempt: Any
 ) -> None:
-    """An attempt that is a boolean, a string or a float is 422 invalid_request on every
-    route that takes one, and nothing is stored (true was stored as attempt 1)."""
+    """An attempt that is a boolean, a string, a fraction or below 1 is 422 invalid_request on
+    every route that takes one, and nothing is stored (true was stored as attempt 1, 0 as 0)."""
     if route == "failures":
         answer = http.post(runs_url(root_id), json=failure() | {"attempt": attempt})
     elif route == "attempts":
@@ -233,6 +233,37 @@ def test_attempt_numbers_are_strict_integers(
     assert_problem(answer, 422, "invalid_request")
     assert answer.json()["errors"][0]["loc"][-1] == "attempt"
     assert_problem(http.get(f"/api/agent/runs/{root_id}"), 404, "session_not_found")
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "allowed"),
+    [
+        ("DELETE", "/healthz", {"GET"}),
+        ("PATCH", "/api/agent/runs/r-405/auto-resume", {"PUT"}),
+        ("GET", runs_url("r-405"), {"POST"}),
+    ],
+)
+def test_a_405_names_the_allowed_methods(
+    http: httpx.Client, method: str, path: str, allowed: set[str]
+) -> None:
+    """A method the route does not take is 405 method_not_allowed with an `Allow` header
+    naming the methods it does take (RFC 9110 requires it)."""
+    answer = http.request(method, path)
+    assert_problem(answer, 405, "method_not_allowed")
+    named = {word.strip() for word in answer.headers["allow"].split(",")}
+    assert allowed <= named and method not in named
+
+
+def test_an_integral_float_attempt_is_that_integer(http: httpx.Client, root_id: str) -> None:
+    """`2783.0`, an integer by the published schema's JSON Schema, is taken as attempt 2783
+    on the failures and attempts routes."""
+    answer = post_json(http, runs_url(root_id), failure() | {"attempt": 2783.0})
+    assert answer.status_code == 201, answer.text
+    body = {"attempt": 2784.0, "status": "started"}
+    assert post_json(http, runs_url(root_id, what="attempts"), body).status_code == 200
+    [run] = http.get(f"/api/agent/runs/{root_id}").json()["runs"]
+    failed = [a["attempt"] for a in run["attempts"] if a["failure"] is not None]
+    assert failed == [2783] and 2784 in [a["attempt"] for a in run["attempts"]]
 
 
 @pytest.mark.parametrize(

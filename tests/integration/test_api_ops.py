@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -53,6 +55,7 @@ def test_readyz_needs_a_sweeper_seen_in_90_s(api: Api, http: httpx.Client) -> No
     assert {name: check["ok"] for name, check in ready.json()["checks"].items()} == {
         "database": True,
         "schema": True,
+        "storage": True,
         "sweeper": True,
     }
 
@@ -169,3 +172,40 @@ def test_without_tokens_loopback_callers_act_as_local(sqlite_url: str, root_id: 
     with serve_api(sqlite_url, api_tokens=None) as api, api.client({}) as client:
         client.post(runs_url(root_id), json=failure())
         assert arm(client, root_id).json()["armed_by"] == "local"
+
+
+def test_a_database_that_cannot_grow_is_storage_full_until_a_write_succeeds(
+    tmp_path: Path,
+) -> None:
+    """SQLite stopped from growing (PRAGMA max_page_count at its size: SQLITE_FULL, the result
+    code it gives when the disk is full) makes a report 503 storage_full and /readyz 503 on
+    its storage check; once it may grow again, the next write succeeds and readiness returns.
+    Runs without root; tests/e2e/test_service_storage.py fills a real file system."""
+    from conftest import ALICE, migrate
+    from sqlalchemy import event
+
+    url = f"sqlite:///{tmp_path / 'full.db'}"
+    migrate(url)
+    limit: dict[str, int | None] = {"pages": None}
+    with serve_api(url) as api:
+        heartbeat(api, api.clock.now)
+
+        @event.listens_for(api.database.engine, "connect")
+        def _cap(dbapi_connection: Any, _record: Any) -> None:
+            if limit["pages"] is not None:
+                dbapi_connection.execute(f"PRAGMA max_page_count={limit['pages']}")
+
+        with api.database.engine.connect() as connection:
+            limit["pages"] = connection.exec_driver_sql("PRAGMA page_count").scalar()
+        api.database.engine.dispose()  # every connection from now on is capped
+        with httpx.Client(base_url=api.url, headers=ALICE, timeout=30) as client:
+            big = failure() | {"message": "x" * 200_000}
+            refused = client.post(runs_url("full-1"), json=big)
+            assert (refused.status_code, refused.json()["code"]) == (503, "storage_full")
+            ready = client.get("/readyz")
+            assert ready.status_code == 503
+            assert ready.json()["checks"]["storage"] == {"ok": False, "error": "storage_full"}
+            limit["pages"] = None
+            api.database.engine.dispose()
+            assert client.post(runs_url("full-2"), json=failure()).status_code == 201
+            assert client.get("/readyz").status_code == 200

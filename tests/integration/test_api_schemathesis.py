@@ -19,6 +19,7 @@ from conftest import (
     NATIVE,
     NOT_STATED,
     T0,
+    TOKENS,
     Api,
     failure,
     migrate,
@@ -34,9 +35,10 @@ from rewake.main import create_app
 from rewake.marks import repository as mark_repo
 from rewake.settings import Settings
 
-# The document the app serves, built without opening a database (test_the_served_document
-# checks that a live server serves this same document).
-DOCUMENT = create_app(Settings(database_url="sqlite://")).openapi()
+# The document the app serves with tokens configured (its bearer scheme declared), built
+# without opening a database (test_the_served_document checks that a live server serves this
+# same document); with none configured it is the same less the scheme.
+DOCUMENT = create_app(Settings(database_url="sqlite://", api_tokens=TOKENS)).openapi()
 schema = schemathesis.openapi.from_dict(DOCUMENT)
 
 CHECKS = [

@@ -177,3 +177,47 @@ def test_auto_resume_for_an_id_outside_the_alphabet_is_refused(
 ) -> None:
     """An id outside the alphabet is refused (422)."""
     assert _status(client, "PUT", _arm(root_id), json={"enabled": True}) == 422
+
+
+def test_writes_that_wait_past_the_busy_timeout_all_get_the_same_answer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Six reports sent while another process holds SQLite's write lock longer than the busy
+    timeout (1 s here, for 2.5 s) are all 503 database_unavailable before the lock goes: not
+    the first refused at the timeout and the five queued behind it stored once the lock goes."""
+    import sqlite3
+    import threading
+    import time
+
+    from conftest import ALICE, failure, migrate, runs_url, serve_api
+
+    from rewake.db import engine
+
+    monkeypatch.setattr(engine, "SQLITE_BUSY_TIMEOUT_MS", 1000)
+    url = f"sqlite:///{tmp_path / 'locked.db'}"
+    migrate(url)
+    answers: list[tuple[int, str, float]] = []
+    with serve_api(url) as api:
+        holder = sqlite3.connect(tmp_path / "locked.db", isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+
+        def report(n: int) -> None:
+            started = time.monotonic()
+            with httpx.Client(base_url=api.url, headers=ALICE, timeout=30) as client:
+                got = client.post(runs_url(f"locked-{n}"), json=failure())
+            answers.append(
+                (got.status_code, got.json().get("code", ""), time.monotonic() - started)
+            )
+
+        threads = [threading.Thread(target=report, args=(n,)) for n in range(6)]
+        for thread in threads:
+            thread.start()
+        time.sleep(2.5)
+        holder.execute("COMMIT")
+        holder.close()
+        for thread in threads:
+            thread.join(30)
+    assert (
+        sorted((status, code) for status, code, _ in answers) == [(503, "database_unavailable")] * 6
+    ), answers
+    assert max(took for _, _, took in answers) < 2.5, answers

@@ -84,3 +84,18 @@ def test_the_docs_run_only_this_sites_scripts(anonymous: httpx.Client) -> None:
     assert "<script>" not in docs.text  # no inline script: the policy would block it
     for asset in assets:
         assert anonymous.get(asset).status_code == 200, asset
+
+
+def test_the_bearer_scheme_is_declared_only_when_tokens_are_set(site: Api, open_site: Api) -> None:
+    """With tokens, every guarded operation asks for the bearer scheme; with none configured
+    the document declares no scheme and no operation asks for one (none is sent)."""
+    with httpx.Client(base_url=site.url, headers=ALICE) as client:
+        guarded = client.get("/openapi.json").json()
+    assert guarded["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    failures = guarded["paths"]["/api/agent/runs/{root_id}/runs/{run_id}/failures"]["post"]
+    assert failures["security"] == [{"bearer": []}]
+    with httpx.Client(base_url=open_site.url) as client:
+        document = client.get("/openapi.json").json()
+    assert "securitySchemes" not in document["components"]
+    operations = [op for item in document["paths"].values() for op in item.values()]
+    assert operations and not [op for op in operations if "security" in op]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from rewake.secret_env import FILE_SUFFIX, SECRET_VARIABLES
 from rewake.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +29,9 @@ needs_systemd_analyze = pytest.mark.skipif(
 
 
 def known_variables() -> set[str]:
-    return {f"REWAKE_{name.upper()}" for name in Settings.model_fields}
+    """The settings rewake reads, and the `_FILE` variants of its secrets."""
+    files = {name + FILE_SUFFIX for name in SECRET_VARIABLES}
+    return {f"REWAKE_{name.upper()}" for name in Settings.model_fields} | files
 
 
 def unit_settings(unit: Path) -> dict[str, list[str]]:

@@ -20,8 +20,6 @@ import pytest
 import yaml
 from sqlalchemy.engine import make_url
 
-from rewake.settings import normalize_database_url
-
 ROOT = Path(__file__).resolve().parents[2]
 COMPILERS = {"gcc", "g++", "cc", "c++", "clang", "make", "build-essential", "cpp", "binutils"}
 
@@ -238,14 +236,26 @@ def test_compose_runs_api_sweeper_and_postgres() -> None:
         assert services[name]["cap_drop"] == ["ALL"]
 
 
-def test_compose_database_url_is_psycopg_postgres() -> None:
-    """The services' REWAKE_DATABASE_URL is a postgresql+psycopg URL to the db service."""
-    environment = _compose()["services"]["api"]["environment"]
-    url = re.sub(r"\$\{[^}]*\}", "secret", environment["REWAKE_DATABASE_URL"])
-    parsed = make_url(normalize_database_url(url))
+def test_compose_takes_its_secrets_from_files() -> None:
+    """The services read the database URL and the tokens from compose secrets (files under
+    /run/secrets), never from their environment; the database its password likewise."""
+    compose = _compose()
+    for name in ("api", "sweeper"):
+        service = compose["services"][name]
+        environment = service["environment"]
+        assert not {"REWAKE_DATABASE_URL", "REWAKE_API_TOKENS"} & set(environment)
+        assert environment["REWAKE_DATABASE_URL_FILE"] == "/run/secrets/database_url"
+        assert environment["REWAKE_API_TOKENS_FILE"] == "/run/secrets/api_tokens", name
+        assert set(service["secrets"]) == {"database_url", "api_tokens"}
+    db = compose["services"]["db"]
+    assert "POSTGRES_PASSWORD" not in db["environment"] and db["secrets"] == ["db_password"]
+    assert set(compose["secrets"]) == {"database_url", "api_tokens", "db_password"}
+    # The URL the comment makes is a postgresql+psycopg URL to the db service.
+    made = re.search(r'"(postgresql\+psycopg://[^"]*)"', (ROOT / "compose.yaml").read_text())
+    assert made is not None
+    parsed = make_url(re.sub(r"\$\([^)]*\)", "secret", made.group(1)))
     assert (parsed.drivername, parsed.host, parsed.database) == (
         "postgresql+psycopg",
         "db",
         "rewake",
     )
-    assert "REWAKE_API_TOKENS" in environment, "the API binds 0.0.0.0 and needs tokens"

@@ -17,6 +17,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from rewake.secret_env import FILE_SUFFIX, SECRET_VARIABLES
 from rewake.settings import Settings, parse_tokens
 
 K8S = Path(__file__).resolve().parents[2] / "docs" / "k8s"
@@ -26,7 +27,9 @@ SECRET_SETTINGS = {"REWAKE_DATABASE_URL", "REWAKE_API_TOKENS", "REWAKE_WEBHOOK_S
 
 
 def known_variables() -> set[str]:
-    return {f"REWAKE_{name.upper()}" for name in Settings.model_fields}
+    """The settings rewake reads, and the `_FILE` variants of its secrets."""
+    files = {name + FILE_SUFFIX for name in SECRET_VARIABLES}
+    return {f"REWAKE_{name.upper()}" for name in Settings.model_fields} | files
 
 
 def load(name: str) -> dict[str, Any]:
@@ -119,14 +122,22 @@ def test_pod_meets_the_restricted_profile() -> None:
 
 
 def test_only_tmp_is_writable() -> None:
-    """The one writable place is a small in-memory emptyDir on /tmp; nothing from the host."""
+    """The one writable place is a small in-memory emptyDir on /tmp; beside it only the Secret,
+    read-only; nothing from the host."""
     spec = pod_spec()
     volumes = {volume["name"]: volume for volume in spec["volumes"]}
-    assert set(volumes) == {"tmp"}
+    assert set(volumes) == {"tmp", "secrets"}
     assert volumes["tmp"]["emptyDir"]["medium"] == "Memory"
+    assert set(volumes["secrets"]) == {"name", "secret"}
     for container in every_container(spec):
-        mounts = [(m["name"], m["mountPath"]) for m in container.get("volumeMounts", [])]
-        assert mounts == [("tmp", "/tmp")], container["name"]
+        mounts = [
+            (m["name"], m["mountPath"], m.get("readOnly", False))
+            for m in container.get("volumeMounts", [])
+        ]
+        assert mounts == [
+            ("tmp", "/tmp", False),
+            ("secrets", "/run/secrets/rewake", True),
+        ], container["name"]
 
 
 def test_probes_carry_no_token() -> None:
@@ -143,24 +154,33 @@ def test_probes_carry_no_token() -> None:
     assert "exec" in api["readinessProbe"]
 
 
-def test_secrets_come_only_from_the_secret() -> None:
-    """Every container reads the Secret; no secret setting is written in the Deployment, and
-    the example Secret holds only real settings."""
+def test_secrets_come_only_from_the_secret_as_files() -> None:
+    """Every container mounts the Secret read-only and names its files by REWAKE_<NAME>_FILE;
+    no secret setting is in an environment, and the example Secret holds one file per secret."""
     secret = load("secret.example.yaml")
+    volumes = {volume["name"]: volume for volume in pod_spec()["volumes"]}
+    assert volumes["secrets"]["secret"]["secretName"] == secret["metadata"]["name"]
     for container in every_container(pod_spec()):
-        assert {"secretRef": {"name": secret["metadata"]["name"]}} in container["envFrom"]
-        written = {env["name"] for env in container.get("env", [])}
-        assert written <= known_variables(), container["name"]
-        assert not written & SECRET_SETTINGS, container["name"]
-    assert set(secret["stringData"]) == SECRET_SETTINGS
+        assert "envFrom" not in container, container["name"]
+        mount = next(m for m in container["volumeMounts"] if m["name"] == "secrets")
+        assert mount["readOnly"] is True
+        written = {env["name"]: env.get("value") for env in container.get("env", [])}
+        assert set(written) <= known_variables(), container["name"]
+        assert not set(written) & SECRET_SETTINGS, container["name"]
+        assert "REWAKE_DATABASE_URL_FILE" in written, container["name"]
+        for name, value in written.items():
+            if name.endswith("_FILE"):
+                directory, _, key = value.rpartition("/")
+                assert directory == mount["mountPath"] and key in secret["stringData"]
+    assert set(secret["stringData"]) == {"database-url", "api-tokens", "webhook-secret"}
     deployment_text = (K8S / "deployment.yaml").read_text()
     token_secrets = [
-        pair.partition(":")[2] for pair in secret["stringData"]["REWAKE_API_TOKENS"].split(",")
+        pair.partition(":")[2] for pair in secret["stringData"]["api-tokens"].split(",")
     ]
     for value in [*secret["stringData"].values(), *token_secrets]:
         assert value and value not in deployment_text
     # The placeholders are secrets rewake would start with (16 characters at least).
-    assert set(parse_tokens(secret["stringData"]["REWAKE_API_TOKENS"])) == {"admin", "probe"}
+    assert set(parse_tokens(secret["stringData"]["api-tokens"])) == {"admin", "probe"}
 
 
 class _Readyz(BaseHTTPRequestHandler):
@@ -197,14 +217,18 @@ def readyz() -> Iterator[Any]:
     ],
 )
 def test_readiness_command_sends_the_probe_token(
-    readyz: Any, tokens: str, status: int, ready: bool
+    readyz: Any, tokens: str, status: int, ready: bool, tmp_path: Path
 ) -> None:
-    """The readiness command sends the `probe` token from REWAKE_API_TOKENS to /readyz and
-    passes only when it answers 200."""
+    """The readiness command sends the `probe` token from the REWAKE_API_TOKENS_FILE file to
+    /readyz and passes only when it answers 200."""
     command = containers_by_name()["api"]["readinessProbe"]["exec"]["command"]
     assert command[:2] == ["python3", "-c"]
     readyz.status = status
-    env = {"REWAKE_API_TOKENS": tokens, "REWAKE_PORT": str(readyz.server_address[1])}
+    (tmp_path / "api-tokens").write_text(tokens + "\n")
+    env = {
+        "REWAKE_API_TOKENS_FILE": str(tmp_path / "api-tokens"),
+        "REWAKE_PORT": str(readyz.server_address[1]),
+    }
     result = subprocess.run(
         [sys.executable, *command[1:]], env=env, capture_output=True, timeout=30
     )

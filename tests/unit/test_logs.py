@@ -50,7 +50,7 @@ def test_every_log_line_is_redacted_whoever_logged_it(formatter: logging.Formatt
     logger.addHandler(handler)
     logger.propagate = False
     try:
-        logger.warning("HTTP Request: POST http://u:pw-1@h/x?t=tok-2 \"HTTP/1.1 200 OK\"")
+        logger.warning('HTTP Request: POST http://u:pw-1@h/x?t=tok-2 "HTTP/1.1 200 OK"')
         logger.warning("event", extra={"rewake_fields": {"url": "https://u:pw-3@h/?a=tok-4"}})
     finally:
         logger.removeHandler(handler)
@@ -99,8 +99,7 @@ def test_a_path_cannot_forge_a_log_line(formatter: logging.Formatter) -> None:
     """A request's path holding a line feed, CR, ESC, C1 or U+2028 stays on its one line, the
     characters shown as escapes: no forged `request` line, nothing for a terminal to obey."""
     forged = (
-        "/x\n2026-01-01T00:00:00Z info request method=GET path=/admin status=200"
-        "\r\x1b[2J\x9b\u2028"
+        "/x\n2026-01-01T00:00:00Z info request method=GET path=/admin status=200\r\x1b[2J\x9b\u2028"
     )
     record = _record("rewake.access", "request", logging.INFO)
     record.rewake_fields = {"method": "GET", "path": forged, "status": 404}
@@ -124,3 +123,82 @@ def test_a_traceback_keeps_its_lines_after_an_escaped_head() -> None:
                                    sys.exc_info())  # fmt: skip
     head, *rest = TextFormatter().format(record).split("\n")
     assert head.endswith("error a\\x0ab") and rest[0] == "Traceback (most recent call last):"
+
+
+def test_an_outage_logs_one_line_per_kind_of_failure_with_a_count(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A live scheduler whose job fails every 20 ms (each message naming another "next run
+    at") and a timer whose turns all fail log one failure of each kind, with one traceback,
+    within the window: not a traceback per failed job."""
+    import threading
+    import time
+
+    from apscheduler.schedulers.background import BackgroundScheduler
+    from sqlalchemy.exc import OperationalError
+
+    from rewake.logs import configure_logging
+    from rewake.sweeper.timer import PreciseTimer, TimerHooks
+
+    def fail(*_args: object) -> None:
+        raise OperationalError("INSERT ...", {}, Exception("database or disk is full"))
+
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    configure_logging(json_lines=False, level="INFO")
+    scheduler = BackgroundScheduler(timezone="UTC")
+    scheduler.add_job(fail, "interval", seconds=0.02, id="sweep")
+    timer = PreciseTimer(TimerHooks(fire=fail, earliest_due=fail), step_s=0.01)
+    turning = threading.Thread(target=timer.run, daemon=True)
+    try:
+        scheduler.start()
+        turning.start()
+        time.sleep(1.0)
+    finally:
+        timer.stop()
+        scheduler.shutdown(wait=True)
+        turning.join(5)
+        root.handlers[:], root.level = saved
+    err = capsys.readouterr().err
+    assert err.count("raised an exception") == 1, err[:3000]
+    assert err.count("Traceback (most recent call last)") == 1
+    assert err.count("timer_turn_failed") == 1
+
+
+def test_a_flood_of_one_rewake_failure_ends_in_one_line_with_its_count() -> None:
+    """rewake's failure events that name their kind are let through once per window; the next
+    after the window carries `left_out` and no traceback (the first one showed it)."""
+    from rewake.logs import log_event
+
+    now = [0.0]
+    throttle = ThrottleRepeats(window_s=60, clock=lambda: now[0])
+    records: list[logging.LogRecord] = []
+    logger = logging.getLogger("rewake.test_flood")
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    handler.addFilter(throttle)
+    logger.addHandler(handler)
+    try:
+        for _ in range(300):
+            log_event(logger, "timer_turn_failed", logging.WARNING, repeats="OperationalError")
+        log_event(logger, "timer_turn_failed", logging.WARNING, repeats="TimeoutError")
+        log_event(logger, "resume_sent", logging.WARNING)
+        now[0] = 61.0
+        try:
+            raise RuntimeError("still down")
+        except RuntimeError:
+            logger.warning(
+                "timer_turn_failed", exc_info=True,
+                extra={"rewake_fields": {}, "rewake_repeats": "OperationalError"},
+            )  # fmt: skip
+    finally:
+        logger.removeHandler(handler)
+    kinds = [(r.getMessage(), getattr(r, "rewake_repeats", None)) for r in records]
+    assert kinds == [
+        ("timer_turn_failed", "OperationalError"),
+        ("timer_turn_failed", "TimeoutError"),
+        ("resume_sent", None),
+        ("timer_turn_failed", "OperationalError"),
+    ]
+    last = records[-1]
+    assert last.rewake_fields["left_out"] == 299 and last.exc_info is None  # type: ignore[attr-defined]

@@ -145,6 +145,26 @@ def test_serve_without_the_postgres_extra_exits_2_with_the_fix(tmp_path: Path) -
     assert "pip install 'rewake[postgres]'" in done.stderr and "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize("command", ["serve", "sweep"])
+def test_a_url_whose_driver_is_missing_exits_2_in_one_line(tmp_path: Path, command: str) -> None:
+    """A database URL naming a driver that is not installed (MySQL's here) stops `serve` and
+    `sweep` with one line naming the driver, exit 2, no traceback, the password not shown."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REWAKE_")}
+    env["REWAKE_DATABASE_URL"] = "mysql://u:pw-not-shown@127.0.0.1:1/db"
+    done = subprocess.run(
+        [sys.executable, "-m", "rewake", command],
+        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "pw-not-shown" not in done.stderr
+    said = done.stderr.strip().splitlines()
+    assert said[-1].startswith("REWAKE_DATABASE_URL names the mysql+mysqldb driver"), said
+
+
 def test_configuration_errors_name_the_variable_and_hide_secrets() -> None:
     """An invalid setting is named as it was set (REWAKE_PORT, not `port`), with its value,
     except where the value may be a secret (tokens, URLs)."""

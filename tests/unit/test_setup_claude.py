@@ -277,3 +277,19 @@ def test_a_new_settings_file_is_private_and_an_old_one_keeps_its_mode(home: Path
     write(settings_file(home), FOREIGN)
     setup()
     assert settings_file(home).stat().st_mode & 0o777 == 0o640
+
+
+def test_dry_run_shows_unicode_line_breaks_in_a_path_as_escapes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    """`rewake setup claude --dry-run` with CLAUDE_CONFIG_DIR holding U+0085 and U+2028 shows
+    them as `\\x85` and `\\u2028` on the diff's lines, never as line breaks."""
+    config = tmp_path / "c\u2028l\x85aude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(config))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    write(config / "settings.json", {"model": f"path {config}"})
+    assert setup("--dry-run") == Exit.OK
+    printed = capsys.readouterr().out
+    assert "\u2028" not in printed and "\x85" not in printed
+    model = [line for line in printed.splitlines() if '"model"' in line]
+    assert any(line.endswith('c\\u2028l\\x85aude",') for line in model), printed

@@ -363,3 +363,17 @@ def test_undo_keeps_the_unit_when_the_sweeper_cannot_be_stopped(env: dict[str, s
     assert any(
         line.startswith(f"✗ `systemctl --user disable --now {UNIT_NAME}`") for line in outcome.lines
     )
+
+
+def test_dry_run_shows_unicode_line_breaks_in_a_path_as_escapes(
+    env: dict[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rewake setup --dry-run` prints a state dir holding U+0085 and U+2028 as `\\x85` and
+    `\\u2028` on the unit's one line, never as line breaks."""
+    env["REWAKE_STATE_DIR"] = str(Path(env["HOME"]) / "a\u2028b\x85c")
+    manager = Manager(reachable=True)
+    assert setup_sweeper(env, NOW, dry_run=True, undo=False, run=manager) == Exit.OK
+    printed = capsys.readouterr().out
+    assert "\u2028" not in printed and "\x85" not in printed
+    lines = [line for line in printed.splitlines() if "REWAKE_STATE_DIR" in line]
+    assert len(lines) == 1 and "a\\u2028b\\x85c" in lines[0], printed

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import re
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -106,6 +107,12 @@ def setup_sweeper(
     return Exit.OK if outcome.ok else Exit.PROBLEM
 
 
+def _lines(text: str) -> list[str]:
+    """`text`'s lines, each with its line feed: split at line feeds only (splitlines() also
+    breaks at U+0085 and U+2028, which a path may hold; `printable` shows them as escapes)."""
+    return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
+
+
 def setup_claude(env: Mapping[str, str], now: datetime, *, dry_run: bool, undo: bool) -> int:
     """Merge (or remove) rewake's hook entries; the file is written only when they change it,
     so that a second run leaves the user's file, and its formatting, alone."""
@@ -117,15 +124,15 @@ def setup_claude(env: Mapping[str, str], now: datetime, *, dry_run: bool, undo: 
     else:
         after = claude_settings.with_rewake(before, path, rewake_argv(env))
     if after == before:
-        print(f"{'no rewake hooks in' if undo else 'already installed:'} {path}")
+        print(printable(f"{'no rewake hooks in' if undo else 'already installed:'} {path}"))
         return Exit.OK
     old_text = path.read_text(encoding="utf-8") if path.exists() else ""
     new_text = claude_settings.dumps(after)
     if dry_run:
-        print(f"would write {path}:")
+        print(printable(f"would write {path}:"))
         diff = difflib.unified_diff(
-            old_text.splitlines(keepends=True),
-            new_text.splitlines(keepends=True),
+            _lines(old_text),
+            _lines(new_text),
             fromfile=str(path) if old_text else "/dev/null",
             tofile=str(path),
         )
@@ -135,7 +142,7 @@ def setup_claude(env: Mapping[str, str], now: datetime, *, dry_run: bool, undo: 
     # Claude Code's settings may come to hold keys (its `env`): a new file is the user's alone.
     saved = write_file(path, new_text.encode(), now, mode=0o600)
     if saved is not None:
-        print(f"backed up {path} to {saved}")
+        print(printable(f"backed up {path} to {saved}"))
     words = "removed rewake's hooks from" if undo else "wrote rewake's hooks into"
-    print(f"{words} {path}")
+    print(printable(f"{words} {path}"))
     return Exit.OK

@@ -37,6 +37,7 @@ from rewake.reports import actions, failures
 from rewake.reports import views as session_views
 from rewake.reports.body import FailureBody
 from rewake.runner.local.records import state_dir
+from rewake.secret_env import SecretError
 from rewake.sessions.repository import SessionFilter
 from rewake.settings import Settings, explain
 
@@ -124,6 +125,8 @@ def local_settings(env: Mapping[str, str] | None = None, *, create: bool = True)
         return Settings(database_url=url)
     except ValidationError as error:
         raise StoreError("invalid_configuration", explain(error)) from error
+    except SecretError as error:  # a REWAKE_<NAME>_FILE that cannot be read
+        raise StoreError("invalid_configuration", str(error)) from error
 
 
 def open_store(env: Mapping[str, str] | None = None, *, clock: Clock | None = None) -> Store:

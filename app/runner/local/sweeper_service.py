@@ -250,7 +250,9 @@ def install(
     elif dry_run:
         replacing = " (the file there now would be backed up)" if old is not None else ""
         outcome.lines.append(f"would write {service.path}{replacing}:")
-        outcome.lines += service.content.decode().splitlines()
+        # Split at line feeds only: splitlines() also breaks at U+0085 and U+2028, which a path
+        # in the file may hold and `printable` shows as escapes.
+        outcome.lines += service.content.decode().removesuffix("\n").split("\n")
     else:
         saved = write_file(service.path, service.content, now)
         if saved is not None:
