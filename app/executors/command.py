@@ -10,6 +10,12 @@ That environment is an allowlist (`rewake.spawn_env.command_environment`), not t
 what a coding CLI needs, the names in REWAKE_PASS_ENV, and what `rewake run --resume-of` needs
 to record the resume; never the API tokens, the webhook secret or the notify URL.
 
+The program is also told where the mark lives (`MarkStore`), so that it records the resume
+there: the URL of the service whose sweeper fired it, with a credential for that one resume
+(`rewake.security.resume_credential`), or the database the sweeper itself uses. What the
+sweeper's own environment says of REWAKE_URL, REWAKE_TOKEN or REWAKE_DATABASE_URL is then not
+passed on: the program could only record the resume in another store.
+
 The program is started in its own session and given `grace_s` to fail: exiting 0 or still
 running then is `done` (the resume started); exiting non-zero is `failed`; a program that cannot
 be started is `failed` with nothing sent.
@@ -22,10 +28,12 @@ import os
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from rewake.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note
 from rewake.executors.templates import TemplateError, check_template, fill
+from rewake.security.resume_credential import mint
 from rewake.spawn_env import command_environment
 
 
@@ -56,6 +64,34 @@ def parse_argv_template(value: str | Sequence[str]) -> list[str]:
     return list(parsed)
 
 
+#: The store settings a program could record into; replaced by the mark's own store.
+STORE_SETTINGS = ("REWAKE_URL", "REWAKE_TOKEN", "REWAKE_DATABASE_URL")
+
+
+@dataclass(frozen=True, slots=True)
+class MarkStore:
+    """Where the sweeper keeps its marks: a service (its URL, and the key of the credentials it
+    accepts for one resume; None when it needs no token) or a database URL."""
+
+    service_url: str | None = None
+    credential_key: bytes | None = None
+    database_url: str | None = None
+
+    def environment(self, delivery: Delivery) -> dict[str, str]:
+        """The settings that make `rewake run --resume-of` record into this store."""
+        if self.service_url:
+            env = {"REWAKE_URL": self.service_url}
+            if self.credential_key is not None:
+                env["REWAKE_TOKEN"] = mint(
+                    self.credential_key, root_id=delivery.root_id, run_id=delivery.run_id,
+                    mark_id=delivery.mark_id, attempt_key=delivery.attempt_key,
+                )  # fmt: skip
+            return env
+        if self.database_url:
+            return {"REWAKE_DATABASE_URL": self.database_url}
+        return {}
+
+
 class CommandExecutor:
     """Spawns one process per resume."""
 
@@ -69,6 +105,7 @@ class CommandExecutor:
         grace_s: float = 2.0,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        store: MarkStore | None = None,
     ) -> None:
         self.argv_template = parse_argv_template(argv_template)
         self.prompt = prompt
@@ -76,6 +113,7 @@ class CommandExecutor:
         #: What the program may see of `env` (this process's environment by default).
         self._env = command_environment(os.environ if env is None else env)
         self._cwd = cwd
+        self._store = store
 
     def argv(self, delivery: Delivery) -> list[str]:
         """The command line for `delivery`: the filled template, `--`, the prompt."""
@@ -83,6 +121,10 @@ class CommandExecutor:
 
     def environment(self, delivery: Delivery) -> dict[str, str]:
         env = dict(self._env)
+        if self._store is not None:
+            for name in STORE_SETTINGS:
+                env.pop(name, None)
+            env.update(self._store.environment(delivery))
         env.update(
             REWAKE_ATTEMPT_KEY=delivery.attempt_key,
             REWAKE_MARK_ID=str(delivery.mark_id),
