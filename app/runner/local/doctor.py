@@ -237,7 +237,10 @@ def sweeper_line(seen: datetime | None, now: datetime, will: SweepersWill = "res
     """The sweeper's line; `will` is what the sweepers seen lately do with a due mark (a
     service's /readyz does not say, and its marks' warnings do)."""
     if seen is None:
-        return "    ! no sweeper seen here yet: armed marks fire only while one runs (rewake sweep)"
+        return (
+            "    ! no sweeper seen here yet: an armed mark fires only while the `rewake run` that"
+            " armed it still waits, or once a sweeper runs (rewake sweep)"
+        )
     age = int((now - seen).total_seconds())
     if now - seen > timedelta(seconds=SWEEPER_FRESH_S):
         return f"    ! sweeper last seen {age} s ago: armed marks will not fire until one runs"
