@@ -18,15 +18,18 @@ passed on: the program could only record the resume in another store.
 
 The program is started in its own session and given `grace_s` to fail: exiting 0 or still
 running then is `done` (the resume started); exiting non-zero is `failed`; a program that cannot
-be started is `failed` with nothing sent.
+be started is `failed` with nothing sent. A failure says why in the program's own words: the
+last line it wrote to stderr (`rewake run` ends with what stopped it).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import threading
+from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -92,6 +95,43 @@ class MarkStore:
         return {}
 
 
+#: How much of the program's stderr is kept to explain a failure, and how long a line may be.
+TAIL_LINES = 40
+LINE_CHARS = 500
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+class StderrTail:
+    """The last lines the program wrote to stderr, read by a thread for as long as it writes
+    (a pipe nobody reads would block it once full)."""
+
+    def __init__(self, child: subprocess.Popen[bytes]) -> None:
+        self._lines: deque[str] = deque(maxlen=TAIL_LINES)
+        self._done = threading.Event()
+        self._stream = child.stderr
+        threading.Thread(target=self._drain, name=f"rewake-stderr-{child.pid}", daemon=True).start()
+
+    def _drain(self) -> None:
+        try:
+            if self._stream is not None:
+                for raw in self._stream:
+                    self._lines.append(raw.decode("utf-8", "replace")[:LINE_CHARS])
+        finally:
+            if self._stream is not None:
+                self._stream.close()
+            self._done.set()
+
+    def last_line(self, wait_s: float = 1.0) -> str | None:
+        """The last line that says something (control sequences and blank lines left out);
+        waits up to `wait_s` for the rest of the output of a program that exited."""
+        self._done.wait(wait_s)
+        for line in reversed(list(self._lines)):
+            text = " ".join(_ANSI.sub("", line).split())
+            if any(char.isalnum() for char in text):
+                return text
+        return None
+
+
 class CommandExecutor:
     """Spawns one process per resume."""
 
@@ -145,7 +185,7 @@ class CommandExecutor:
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
                 env=self.environment(delivery),
                 cwd=self._cwd,
                 start_new_session=True,
@@ -153,6 +193,7 @@ class CommandExecutor:
             )
         except OSError as error:
             return Outcome("failed", "spawn_failed", f"nothing was started: {error}")
+        said = StderrTail(child)
         try:
             status = child.wait(timeout=self.grace_s)
         except subprocess.TimeoutExpired:
@@ -164,7 +205,9 @@ class CommandExecutor:
             return Outcome("done", "spawned", f"pid {child.pid} still running")
         if status == 0:
             return Outcome("done", "exit_0", f"pid {child.pid} exited 0")
-        return Outcome("failed", f"exit_{status}", f"pid {child.pid} exited {status}")
+        reason = said.last_line()
+        detail = f"exited {status}" + (f": {reason}" if reason else " (it said nothing on stderr)")
+        return Outcome("failed", f"exit_{status}", detail)
 
     def lookup(self, delivery: Delivery, now: datetime) -> Lookup | None:
         return None
