@@ -1,0 +1,102 @@
+"""`rewake cancel`, `rm`, `resolve` and `logs` on the local store, as a person types them; and
+session names in the shell completion script."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import OBSERVED, QUOTA, migrate
+
+from rewake.cli import main
+from rewake.exits import Exit
+from rewake.runner.local import records
+from rewake.runner.local.store import LocalStore, StoreError
+from rewake.settings import Settings
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LocalStore]:
+    """A local database with session `s1` paused on a limit, auto-resume armed."""
+    url = f"sqlite:///{tmp_path / 'rewake.db'}"
+    migrate(url)
+    monkeypatch.setenv("REWAKE_DATABASE_URL", url)
+    monkeypatch.setenv("REWAKE_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.delenv("REWAKE_URL", raising=False)
+    local = LocalStore(Settings(database_url=url), migrate=False)
+    body = {"attempt": 1, "message": QUOTA, "observed_at": OBSERVED, "zone": "Europe/Berlin"}
+    local.report_failure("s1", "r1", body)
+    local.set_auto_resume("s1", enabled=True)
+    yield local
+    local.close()
+
+
+def test_cancel_clears_the_mark_and_rm_leaves_a_tombstone(
+    store: LocalStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rm` of a paused session is refused (409: exit 3), `cancel` clears its armed mark, and
+    then `rm` deletes it: the store answers 410 for it."""
+    assert main(["rm", "s1"]) == Exit.REFUSED
+    assert "session_active" in capsys.readouterr().err
+    assert main(["cancel", "s1"]) == Exit.OK
+    mark = store.get_mark("s1")
+    assert (mark["state"], mark["clear_reason"]) == ("cleared", "cancel")
+    assert main(["rm", "s1"]) == Exit.OK
+    assert "deleted" in capsys.readouterr().out
+    with pytest.raises(StoreError) as gone:
+        store.get_session("s1")
+    assert gone.value.code == "session_deleted"
+
+
+def test_resolve_needs_an_uncertain_mark(
+    store: LocalStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`resolve` of a session whose mark is armed, not uncertain: 409 mark_not_uncertain, exit 3."""
+    assert main(["resolve", "s1", "done"]) == Exit.REFUSED
+    assert "mark_not_uncertain" in capsys.readouterr().err
+    assert store.get_mark("s1")["state"] == "armed"
+
+
+def test_logs_prints_the_latest_attempts_log_or_its_path(
+    store: LocalStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`logs NAME` prints the latest attempt's log, `--attempt N` another, `--path` the path;
+    a session with no log is exit 4 with where it looked."""
+    for attempt in (1, 2):
+        path = records.log_path("s1", "r1", attempt)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"attempt {attempt} said: Missing environment variable: KEY_{attempt}\n")
+    assert main(["logs", "s1"]) == Exit.OK
+    assert capsys.readouterr().out == "attempt 2 said: Missing environment variable: KEY_2\n"
+    assert main(["logs", "s1", "--attempt", "1"]) == Exit.OK
+    assert "KEY_1" in capsys.readouterr().out
+    assert main(["logs", "s1", "--path"]) == Exit.OK
+    assert capsys.readouterr().out.strip() == str(records.log_path("s1", "r1", 2))
+    assert main(["logs", "other"]) == Exit.NOT_FOUND
+    assert "no log of other" in capsys.readouterr().err
+
+
+def test_the_completion_script_completes_session_names(tmp_path: Path) -> None:
+    """bash completes `rewake show <TAB>` (and cancel, rm, logs, run --resume) with the names
+    of the run records in the state dir."""
+    script = subprocess.run(
+        [sys.executable, "-m", "rewake", "--print-completion", "bash"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    for command in ("show", "cancel", "rm", "resolve", "logs", "auto_resume"):
+        assert f"_shtab_rewake_{command}_pos_0_COMPGEN=_rewake_sessions" in script
+    assert "_shtab_rewake_run___resume_COMPGEN=_rewake_sessions" in script
+    assert "_shtab_rewake_run___name_COMPGEN" not in script
+    runs = tmp_path / "state" / "runs"
+    runs.mkdir(parents=True)
+    for name in ("fix-tests", "fix-docs", "other"):
+        (runs / f"{name}.json").write_text("{}")
+    env = {"SCRIPT": script, "PATH": "/usr/bin:/bin", "REWAKE_STATE_DIR": str(tmp_path / "state")}
+    done = subprocess.run(
+        ["bash", "-c", 'eval "$SCRIPT" && _rewake_sessions fix'], env=env,
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert sorted(done.stdout.split()) == ["fix-docs", "fix-tests"], done.stderr
