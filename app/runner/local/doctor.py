@@ -25,6 +25,7 @@ from rewake.db.engine import Database
 from rewake.instants import instant
 from rewake.marks.repository import executors_seen_since, latest_heartbeat
 from rewake.marks.rules import SweepersWill, sweepers_will
+from rewake.runner.local import provider_env
 from rewake.runner.local.hostzone import host_zone
 from rewake.runner.local.records import state_dir
 from rewake.runner.local.store import StoreError, database_url, local_settings, token_parts
@@ -265,6 +266,25 @@ def state_lines(env: Mapping[str, str], zone: str | None) -> list[str]:
     ]
 
 
+def resumed_cli_lines(env: Mapping[str, str]) -> list[str]:
+    """Whether the provider variables of this shell reach a CLI a sweeper resumes: the
+    sweeper `rewake setup` installed gets only its environment file's; one started from this
+    shell gets this shell's, through the allowlist and REWAKE_PASS_ENV."""
+    unit = provider_env.env_file(env).parent.parent / "systemd" / "user" / "rewake-sweeper.service"
+    if unit.exists():
+        path = provider_env.env_file(env)
+        sweeper = {"PATH": env.get("PATH", ""), **provider_env.read_env_file(path)}
+        where = f"the sweeper `rewake setup` installed loads them from {path} (NAME=value lines)"
+    else:
+        sweeper = dict(env)
+        where = "name them in REWAKE_PASS_ENV where the sweeper runs"
+    missing = provider_env.unreached(env, sweeper)
+    if missing:
+        return provider_env.advice(missing, where)
+    count = len(provider_env.provider_variables(env))
+    return [f"resumed CLIs: get this shell's {count} provider variable(s)"] if count else []
+
+
 def run_doctor(env: Mapping[str, str], now: datetime) -> tuple[list[str], int]:
     """The report's lines and the exit status: 1 when something rewake needs is broken."""
 
@@ -273,6 +293,7 @@ def run_doctor(env: Mapping[str, str], now: datetime) -> tuple[list[str], int]:
     store = check_store(env, now)
     lines += store.lines
     lines += state_lines(env, host_zone(env))
+    lines += resumed_cli_lines(env)
     installed = [check for check in checks if check.path is not None]
     failed = [check.name for check in installed if not check.ok]
     if not installed:
