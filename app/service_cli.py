@@ -225,6 +225,10 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         # Deadlines for every connection and a ceiling on them (rewake.api.server).
         uvicorn.Server(server_config(app, host=host, port=port, settings=settings)).run()
+    except KeyboardInterrupt:
+        # uvicorn shuts down cleanly on Ctrl-C, then raises the signal again for the caller:
+        # the stop was asked for and is done, so no traceback.
+        pass
     finally:
         if sweeper:
             sweeper.stop()
