@@ -24,6 +24,7 @@ from rich.text import Text
 from rewake.instants import instant
 from rewake.printable import printable
 from rewake.reports.banners import banner_for, describe_wait, format_local
+from rewake.reports.evidence import evidence_line
 from rewake.reports.outcome_words import outcome_reason
 from rewake.reports.refusal_words import REFUSAL_REASONS
 from rewake.reports.session_json import current_failure, shown_text
@@ -265,6 +266,10 @@ def failure_lines(failure: JSON, now: datetime, zone: tzinfo | None) -> list[str
     ]
     shown = shown_text(failure)
     tail = [line for line in shown.text.splitlines() if line.strip()][-TAIL_LINES:]
+    # The line the verdict rests on stays in view, whatever the CLI printed after it.
+    said = evidence_line(shown.text, (failure.get("verdict") or {}).get("evidence"))
+    if said is not None and said.strip() and not any(said in line for line in tail):
+        tail = [said.strip(), "…", *tail[-(TAIL_LINES - 2) :]]
     if shown.from_events:
         lines.append("  what the CLI reported (from its error events):")
     elif failure.get("truncated"):
