@@ -100,3 +100,30 @@ def test_the_completion_script_completes_session_names(tmp_path: Path) -> None:
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert sorted(done.stdout.split()) == ["fix-docs", "fix-tests"], done.stderr
+
+
+def test_ls_watch_redraws_the_list_in_place_on_a_terminal(
+    store: LocalStore, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ls --watch` on a terminal draws the list, then moves the cursor back up and draws it
+    again (in place, not appended); piped, it refuses with exit 2."""
+    import argparse
+    import io
+
+    from rich.console import Console
+
+    from rewake.runner.commands.manage import watch_ls
+
+    args = argparse.Namespace(watch=2.0, limit=50, state=None, provider=None)
+    screen = io.StringIO()
+    console = Console(file=screen, force_terminal=True, width=120, highlight=False)
+    slept: list[float] = []
+    assert watch_ls(args, console=console, sleep=slept.append, turns=2) == Exit.OK
+    drawn = screen.getvalue()
+    # Two reads, each drawn over the last (rich erases the lines it drew: ESC[2K), and the
+    # last one left on screen when the watch ends.
+    assert drawn.count("s1") == 3 and slept == [2.0]
+    assert drawn.count("\x1b[2K") >= 2
+    piped = Console(file=io.StringIO(), force_terminal=False)
+    assert watch_ls(args, console=piped, turns=1) == Exit.USAGE
+    assert "--watch needs a terminal" in capsys.readouterr().err

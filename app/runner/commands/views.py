@@ -77,6 +77,10 @@ def register(commands: Any) -> None:
     ls.add_argument("--provider", choices=["claude", "codex", "gemini"])
     ls.add_argument("--limit", type=int, default=50, choices=range(1, 201), metavar="1..200")
     ls.add_argument("--json", action="store_true", help="the sessions with their marks, as JSON")
+    ls.add_argument(
+        "--watch", nargs="?", const=2.0, type=float, metavar="SECONDS",
+        help="keep the list on screen, refreshed in place every SECONDS (default 2); Ctrl-C ends",
+    )  # fmt: skip
     ls.set_defaults(func=run_ls)
 
     show = commands.add_parser("show", help="one session: banner, countdowns, mark, timeline")
@@ -164,6 +168,10 @@ def _is_database_error(error: Exception) -> bool:
 
 
 def run_ls(args: argparse.Namespace) -> int:
+    if getattr(args, "watch", None) is not None:
+        from rewake.runner.commands.manage import watch_ls
+
+        return watch_ls(args)
     now, zone = datetime.now(UTC), display_zone()
     filters = {k: v for k in ("state", "provider") if (v := getattr(args, k))}
 
