@@ -75,3 +75,20 @@ def test_doctor_names_the_variables_setups_sweeper_would_not_pass(env: dict[str,
     lines = doctor.resumed_cli_lines(env)
     assert "ANTHROPIC_API_KEY, AWS_REGION, CODEX_HOME, MOCK_OPENAI_KEY" in lines[0]
     assert "sweeper.env" in lines[0]
+
+
+def test_doctor_checks_that_setups_sweeper_reports_back_to_this_shells_sessions(
+    env: dict[str, str],
+) -> None:
+    """The unit setup wrote from this shell records where `rewake run` here does: ✓. Run from
+    a shell with another state dir, doctor says the resumes would not report back, and fails."""
+    service = service_file("linux", env, uid=1000, rewake=["/opt/rewake"])
+    service.path.parent.mkdir(parents=True)
+    service.path.write_bytes(service.content)
+    lines, ok = doctor.report_back_lines(env)
+    assert ok and lines == ["resumes: the sweeper `rewake setup` installed records them here ✓"]
+    elsewhere = {**env, "REWAKE_STATE_DIR": "/srv/other state"}
+    lines, ok = doctor.report_back_lines(elsewhere)
+    assert not ok and "would not report back" in lines[0]
+    assert "this shell's are in /srv/other state" in lines[0]
+    assert "Run `rewake setup` again from this shell" in lines[0]

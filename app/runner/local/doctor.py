@@ -285,6 +285,49 @@ def resumed_cli_lines(env: Mapping[str, str]) -> list[str]:
     return [f"resumed CLIs: get this shell's {count} provider variable(s)"] if count else []
 
 
+def unit_environment(text: str) -> dict[str, str]:
+    """The Environment= settings of a unit `rewake setup` wrote (one quoted or bare word per
+    line, `%%` for `%`, backslash escapes inside quotes)."""
+    values = {}
+    for line in text.splitlines():
+        if not line.startswith("Environment="):
+            continue
+        word = line.removeprefix("Environment=")
+        if len(word) >= 2 and word[0] == word[-1] == '"':
+            word = re.sub(r"\\(.)", r"\1", word[1:-1])
+        name, _, value = word.replace("%%", "%").partition("=")
+        values[name] = value
+    return values
+
+
+def report_back_lines(env: Mapping[str, str]) -> tuple[list[str], bool]:
+    """Whether the resumes of the sweeper `rewake setup` installed are recorded where this
+    shell's `rewake run` records and reads its sessions: the same database and state dir.
+    (A service's own sweeper hands its URL and a credential for each resume: nothing to set.)"""
+    unit = provider_env.env_file(env).parent.parent / "systemd" / "user" / "rewake-sweeper.service"
+    if env.get("REWAKE_URL") or not unit.exists():
+        return [], True
+    try:
+        settings = unit_environment(unit.read_text(encoding="utf-8"))
+    except OSError as error:
+        return [f"✗ cannot read {unit}: {error.strerror or error}"], False
+    here_db, _how = database_url(env, create=False)
+    here_state = str(state_dir(env).absolute())
+    wrong = []
+    if settings.get("REWAKE_DATABASE_URL") != here_db:
+        wrong.append(f"records into {_redacted(settings.get('REWAKE_DATABASE_URL') or '?')}, "
+                     f"this shell into {_redacted(here_db)}")  # fmt: skip
+    if settings.get("REWAKE_STATE_DIR") != here_state:
+        wrong.append(f"reads run records in {settings.get('REWAKE_STATE_DIR') or '?'}, "
+                     f"this shell's are in {here_state}")  # fmt: skip
+    if not wrong:
+        return ["resumes: the sweeper `rewake setup` installed records them here ✓"], True
+    return [
+        f"✗ the sweeper `rewake setup` installed ({unit}) {'; '.join(wrong)}: its resumes "
+        "would not report back to these sessions. Run `rewake setup` again from this shell",
+    ], False
+
+
 def run_doctor(env: Mapping[str, str], now: datetime) -> tuple[list[str], int]:
     """The report's lines and the exit status: 1 when something rewake needs is broken."""
 
@@ -293,6 +336,8 @@ def run_doctor(env: Mapping[str, str], now: datetime) -> tuple[list[str], int]:
     store = check_store(env, now)
     lines += store.lines
     lines += state_lines(env, host_zone(env))
+    back, back_ok = report_back_lines(env)
+    lines += back
     lines += resumed_cli_lines(env)
     installed = [check for check in checks if check.path is not None]
     failed = [check.name for check in installed if not check.ok]
@@ -300,4 +345,4 @@ def run_doctor(env: Mapping[str, str], now: datetime) -> tuple[list[str], int]:
         lines.append("✗ none of claude, codex, gemini is on PATH")
     elif failed:
         lines.append(f"✗ {', '.join(failed)}: a flag rewake relies on is missing (see above)")
-    return lines, 0 if installed and not failed and store.ok else 1
+    return lines, 0 if installed and not failed and store.ok and back_ok else 1
