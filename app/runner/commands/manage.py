@@ -5,7 +5,6 @@ delete it, settle its uncertain mark, read its attempt logs.
     rewake rm NAME                          a finished or cancelled session; a tombstone is kept
     rewake resolve NAME done|not-sent       an uncertain mark, after finding out by hand
     rewake logs NAME [--attempt N] [--path] an attempt's log (the latest by default)
-    rewake ls --watch [SECONDS]             (registered by `ls`) the list, redrawn in place
 
 Each is the service's own route (POST .../cancel, DELETE, POST .../auto-resume/resolve) through
 the same store as `rewake run` (REWAKE_URL, else the local database); the logs are the run
@@ -17,21 +16,15 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
-from rich.live import Live
-from rich.text import Text
-
 from rewake.exits import Exit
 from rewake.printable import json_printable, printable
-from rewake.runner.commands.views import _invalid_name, _with_store, display_zone
-from rewake.runner.local import records, views
-from rewake.runner.local.store import Store, StoreError
+from rewake.runner.commands.views import _invalid_name, _with_store
+from rewake.runner.local import records
+from rewake.runner.local.store import Store
 
 #: An attempt's log file: `<run>-attempt-<n>.log`.
 _LOG = re.compile(r"^(?P<run>.+)-attempt-(?P<attempt>\d+)\.log$")
@@ -142,56 +135,3 @@ def run_logs(args: argparse.Namespace) -> int:
     print(printable(f"==> {path} <=="), file=sys.stderr)
     sys.stdout.write(printable(path.read_text(encoding="utf-8", errors="replace"), newlines=True))
     return Exit.OK
-
-
-def listing(store: Store, args: argparse.Namespace, now: datetime, width: int) -> RenderableType:
-    """What `rewake ls` prints, as one renderable (the sessions with their marks)."""
-    filters = {k: v for k in ("state", "provider") if (v := getattr(args, k))}
-    summaries = store.list_sessions(limit=args.limit, **filters).get("sessions", [])
-    rows = []
-    for summary in summaries[: args.limit]:
-        try:
-            mark = store.get_mark(summary["root_id"])
-        except StoreError:
-            mark = None  # deleted between the two calls
-        rows.append(views.ls_row(summary, mark, now, display_zone()))
-    if not rows:
-        return Text("no sessions")
-    return views.ls_renderable(rows, width)
-
-
-def watch_ls(
-    args: argparse.Namespace,
-    *,
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
-    sleep: Callable[[float], None] = time.sleep,
-    console: Console | None = None,
-    turns: int | None = None,
-) -> int:
-    """`rewake ls --watch`: the list redrawn in place (rich's Live) every `args.watch` seconds
-    with the time it was read, until Ctrl-C. Only on a terminal: piped, it says so (exit 2)."""
-    console = console or Console(highlight=False)
-    if not console.is_terminal:
-        print("rewake ls: --watch needs a terminal; without it, ls prints the list once",
-              file=sys.stderr)  # fmt: skip
-        return Exit.USAGE
-    interval = max(0.5, float(args.watch))
-
-    def work(store: Store) -> int:
-        with Live(console=console, auto_refresh=False, transient=False) as live:
-            done = 0
-            try:
-                while turns is None or done < turns:
-                    now = clock()
-                    heading = Text(f"rewake ls · {now.astimezone().strftime('%H:%M:%S')} · "
-                                   f"every {interval:g} s · Ctrl-C ends", style="dim")  # fmt: skip
-                    live.update(Group(heading, listing(store, args, now, console.width)),
-                                refresh=True)  # fmt: skip
-                    done += 1
-                    if turns is None or done < turns:
-                        sleep(interval)
-            except KeyboardInterrupt:
-                pass
-        return Exit.OK
-
-    return _with_store("ls", clock(), work)
