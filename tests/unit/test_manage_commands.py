@@ -127,3 +127,18 @@ def test_ls_watch_redraws_the_list_in_place_on_a_terminal(
     piped = Console(file=io.StringIO(), force_terminal=False)
     assert watch_ls(args, console=piped, turns=1) == Exit.USAGE
     assert "--watch needs a terminal" in capsys.readouterr().err
+
+
+def test_show_names_the_failed_attempts_full_log(
+    store: LocalStore, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under a failure's tail of CLI text, `show` names the whole log and `rewake logs`, when
+    the log is in this machine's state dir; without it, no such line."""
+    monkeypatch.setenv("COLUMNS", "300")
+    assert main(["show", "s1"]) == Exit.OK
+    assert "full log:" not in capsys.readouterr().out
+    path = records.log_path("s1", "r1", 1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("the whole output\n")
+    assert main(["show", "s1"]) == Exit.OK
+    assert f"  full log: {path} (rewake logs s1)" in capsys.readouterr().out
