@@ -1,11 +1,14 @@
-"""`rewake serve` with the command executor the README documents, and `rewake run --auto-resume`
+"""README's "service + rewake run" recipe, its settings read from the README: `rewake serve` with
+the command executor, and `rewake run --auto-resume`
 against it: the resume its sweeper starts is recorded in the service (its session finished),
 never in a local database, with no REWAKE_URL or REWAKE_TOKEN in serve's own environment. And
 `rewake run --resume-of` refuses to record into a store that does not hold the mark."""
 
 from __future__ import annotations
 
-import json
+import os
+import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,18 +22,39 @@ from sweeper_support import free_port, stop_all, wait_until
 from rewake.exits import Exit
 
 TOKEN = "svc-token-0123456789abcdef"
-COMMAND = [sys.executable, "-m", "rewake", "run", "--resume-of", "{mark_id}"]
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def readme_recipe() -> tuple[dict[str, str], dict[str, str]]:
+    """The settings of README's "service + rewake run" recipe: those `rewake serve` is started
+    with, and those `rewake run` is; $TOKEN is the test's token, the port the test's."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("### With a service: `rewake serve` and `rewake run`") :]
+    block = re.search(r"```sh\n(.*?)```", section, flags=re.DOTALL)
+    assert block is not None
+    script = block.group(1).replace("\\\n", " ").replace("$TOKEN", TOKEN)
+    commands: dict[str, dict[str, str]] = {}
+    for line in script.splitlines():
+        words = shlex.split(line.rstrip(" &"))
+        settings = dict(w.split("=", 1) for w in words if re.match(r"^REWAKE_\w+=", w))
+        rest = [w for w in words if not re.match(r"^REWAKE_\w+=", w)]
+        if rest[:2] in (["rewake", "serve"], ["rewake", "run"]):
+            commands[rest[1]] = settings
+    return commands["serve"], commands["run"]
 
 
 @pytest.fixture
 def service(tmp_path: Path) -> Iterator[tuple[RunEnv, httpx.Client]]:
     """`rewake serve` in a folder of its own (its default database there), its sweeper on the
     command executor, started from the same shell as `rewake run` but without REWAKE_URL."""
-    run_env = make_run_env(tmp_path, executor="command", command=json.dumps(COMMAND))
+    serve_settings, run_settings = readme_recipe()
+    run_env = make_run_env(tmp_path)
+    # `rewake` on PATH, as after `pip install`: the recipe's command names it so.
+    run_env.env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), run_env.env["PATH"]])
     port = free_port()
     serve_env = dict(run_env.env)
     del serve_env["REWAKE_DATABASE_URL"]  # the README's `rewake serve`: rewake.db where it runs
-    serve_env.update(REWAKE_API_TOKENS=f"me:{TOKEN}", REWAKE_SWEEP_INTERVAL_S="1")
+    serve_env.update(serve_settings, REWAKE_SWEEP_INTERVAL_S="1")
     folder = tmp_path / "service"
     folder.mkdir()
     with (tmp_path / "serve.log").open("wb") as log:
@@ -42,7 +66,7 @@ def service(tmp_path: Path) -> Iterator[tuple[RunEnv, httpx.Client]]:
     # `rewake run` records into the service; its own database setting is left out, so that
     # a resume recorded locally would land in the state dir's rewake.db.
     del run_env.env["REWAKE_DATABASE_URL"]
-    run_env.env.update(REWAKE_URL=base, REWAKE_TOKEN=f"me:{TOKEN}")
+    run_env.env.update(run_settings, REWAKE_URL=base)
     with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {TOKEN}"}) as client:
 
         def up() -> bool:
