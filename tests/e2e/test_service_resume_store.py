@@ -1,8 +1,8 @@
-"""README's "service + rewake run" recipe, its settings read from the README: `rewake serve` with
-the command executor, and `rewake run --auto-resume`
-against it: the resume its sweeper starts is recorded in the service (its session finished),
-never in a local database, with no REWAKE_URL or REWAKE_TOKEN in serve's own environment. And
-`rewake run --resume-of` refuses to record into a store that does not hold the mark."""
+"""README's "service + rewake run" recipe, its settings read from the README: `rewake serve`
+with the command executor, and `rewake run --auto-resume` against it. The resume its sweeper
+starts is recorded in the service (its session finished), never in a local database, with no
+REWAKE_URL or REWAKE_TOKEN in serve's own environment. And `rewake run --resume-of` refuses to
+record into a store that does not hold the mark."""
 
 from __future__ import annotations
 
