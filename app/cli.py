@@ -30,11 +30,51 @@ COMMANDS: dict[str, str] = {
     "auto-resume": "rewake.runner.commands.views",
     "doctor": "rewake.runner.commands.views",
     "setup": "rewake.runner.commands.setup",
+    "cancel": "rewake.runner.commands.manage",
+    "rm": "rewake.runner.commands.manage",
+    "resolve": "rewake.runner.commands.manage",
+    "logs": "rewake.runner.commands.manage",
 }
 
 
 #: The shells shtab writes completion scripts for.
 SHELLS = ("bash", "zsh", "tcsh")
+
+
+#: The shell function that completes a session's name, and its definition per shell: the run
+#: records' names in the state dir (as rewake.runner.local.records.state_dir finds it), read
+#: without starting Python, so a tab press stays instant.
+SESSION_COMPLETER = "_rewake_sessions"
+_SESSIONS_DIR = "${REWAKE_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/rewake}/runs"
+SESSION_PREAMBLE = {
+    "bash": (
+        f"{SESSION_COMPLETER}() {{\n"
+        f'  local f names=(); for f in "{_SESSIONS_DIR}"/*.json; do\n'
+        '    [ -e "$f" ] && f="${f##*/}" && names+=("${f%.json}"); done\n'
+        '  compgen -W "${names[*]}" -- "$1"\n'
+        "}\n"
+    ),
+    "zsh": (
+        f"{SESSION_COMPLETER}() {{\n"
+        f'  local -a names; names=("{_SESSIONS_DIR}"/*.json(N:t:r))\n'
+        "  compadd -a names\n"
+        "}\n"
+    ),
+}
+
+
+def complete_session_names(parser: argparse.ArgumentParser) -> None:
+    """Mark every argument that names a session (a command's NAME, `run --resume NAME`) for
+    shtab to complete with the sessions' names."""
+    for action in parser._actions:  # argparse keeps its actions there
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                for argument in sub._actions:
+                    # A new run's --name names no existing session.
+                    if argument.dest == "resume" or (
+                        argument.dest == "name" and not argument.option_strings
+                    ):
+                        argument.complete = {shell: SESSION_COMPLETER for shell in SESSION_PREAMBLE}
 
 
 class PrintCompletion(argparse.Action):
@@ -46,7 +86,8 @@ class PrintCompletion(argparse.Action):
         self, parser: argparse.ArgumentParser, _ns: argparse.Namespace, shell: Any, _opt: Any = None
     ) -> None:
         shtab = importlib.import_module("shtab")
-        print(shtab.complete(parser, shell=shell))
+        complete_session_names(parser)
+        print(shtab.complete(parser, shell=shell, preamble=SESSION_PREAMBLE))
         parser.exit(0)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 from fastapi import FastAPI
@@ -20,9 +21,10 @@ from rewake.api.problems import BodyLimit, install_problem_handlers, problem
 from rewake.context import ParseFn
 from rewake.db.engine import Database
 from rewake.errors import DomainError
+from rewake.executors.command import MarkStore
 from rewake.executors.factory import ExecutorConfigError, build_executor
 from rewake.parsers import parse as parse_text
-from rewake.security import browser
+from rewake.security import browser, resume_credential
 from rewake.security.auth import Auth
 from rewake.settings import Settings
 from rewake.sweeper.announce import Announcer
@@ -93,12 +95,39 @@ def _refusal(metrics: Metrics) -> Callable[[DomainError, Scope], ASGIApp]:
     return refuse
 
 
+def database_store(settings: Settings, cwd: Path | None = None) -> MarkStore:
+    """The sweeper's own database, for the resumes it starts: a relative SQLite path made
+    absolute (the program may run elsewhere)."""
+    url = settings.database_url
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not url.startswith(prefix + "/"):
+        path, query = url[len(prefix) :], ""
+        if "?" in path:
+            path, query = path.split("?", 1)
+            query = "?" + query
+        if path and path != ":memory:":
+            url = prefix + str((cwd or Path.cwd()) / path) + query
+    return MarkStore(database_url=url)
+
+
+def service_store(settings: Settings, host: str, port: int) -> MarkStore:
+    """The service `serve` runs, for the resumes its own sweeper starts: its URL as this
+    machine reaches it, and the key of the one-resume credentials it accepts."""
+    # A wildcard bind is reached on loopback (the program runs on this machine).
+    reach = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)  # noqa: S104
+    if ":" in reach:
+        reach = f"[{reach}]"
+    key = resume_credential.credential_key(settings.tokens.values())
+    return MarkStore(service_url=f"http://{reach}:{port}", credential_key=key)
+
+
 def build_sweeper(
     settings: Settings,
     database: Database,
     *,
     metrics: SweeperMetrics | None = None,
     registry: CollectorRegistry | None = None,
+    store: MarkStore | None = None,
 ) -> Sweeper:
     """A sweeper over `database` as the settings describe it (not started). Raises
     ExecutorConfigError when the executor cannot work (a webhook without a secret) or the
@@ -110,7 +139,7 @@ def build_sweeper(
         announcer = Announcer(settings.notify) if settings.notify else None
     except ValueError as error:
         raise ExecutorConfigError(str(error)) from error
-    executor = build_executor(settings)
+    executor = build_executor(settings, store=store or database_store(settings))
     if metrics is None:
         registry = registry or CollectorRegistry()
         register_process_metrics(registry)  # a sweeper of its own process: `rewake sweep`

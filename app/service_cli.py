@@ -24,10 +24,11 @@ from sqlalchemy import exc as sa_exc
 from rewake.api.server import server_config
 from rewake.db import migrations
 from rewake.db.engine import Database
+from rewake.executors.command import MarkStore
 from rewake.executors.factory import ExecutorConfigError
 from rewake.exits import Exit
 from rewake.logs import configure_logging, log_event, redact_url
-from rewake.main import build_sweeper, create_app
+from rewake.main import build_sweeper, create_app, service_store
 from rewake.secret_env import SecretError
 from rewake.settings import Settings, explain, is_loopback
 from rewake.sweeper.metrics import SweeperMetrics
@@ -208,7 +209,12 @@ def run_serve(args: argparse.Namespace) -> int:
     sweeper = None
     if settings.serve_sweeper and not args.no_sweeper:
         # Its metrics go on the API's /metrics.
-        sweeper = _embedded_sweeper(settings, database, app.state.services.metrics.sweeper)
+        sweeper = _embedded_sweeper(
+            settings,
+            database,
+            app.state.services.metrics.sweeper,
+            service_store(settings, host, port),
+        )
         if sweeper is None:
             database.dispose()
             return Exit.USAGE
@@ -223,6 +229,10 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         # Deadlines for every connection and a ceiling on them (rewake.api.server).
         uvicorn.Server(server_config(app, host=host, port=port, settings=settings)).run()
+    except KeyboardInterrupt:
+        # uvicorn shuts down cleanly on Ctrl-C, then raises the signal again for the caller:
+        # the stop was asked for and is done, so no traceback.
+        pass
     finally:
         if sweeper:
             sweeper.stop()
@@ -231,12 +241,12 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _embedded_sweeper(
-    settings: Settings, database: Database, metrics: SweeperMetrics
+    settings: Settings, database: Database, metrics: SweeperMetrics, store: MarkStore
 ) -> Sweeper | None:
     """The sweeper `serve` runs beside the API (not started); None when its executor cannot
-    work (the reason is logged)."""
+    work (the reason is logged). The resumes it starts record through the API (`store`)."""
     try:
-        return build_sweeper(settings, database, metrics=metrics)
+        return build_sweeper(settings, database, metrics=metrics, store=store)
     except ExecutorConfigError as error:
         log_event(logger, "executor_refused", logging.ERROR, reason=str(error))
         return None

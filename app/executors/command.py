@@ -10,23 +10,34 @@ That environment is an allowlist (`rewake.spawn_env.command_environment`), not t
 what a coding CLI needs, the names in REWAKE_PASS_ENV, and what `rewake run --resume-of` needs
 to record the resume; never the API tokens, the webhook secret or the notify URL.
 
+The program is also told where the mark lives (`MarkStore`), so that it records the resume
+there: the URL of the service whose sweeper fired it, with a credential for that one resume
+(`rewake.security.resume_credential`), or the database the sweeper itself uses. What the
+sweeper's own environment says of REWAKE_URL, REWAKE_TOKEN or REWAKE_DATABASE_URL is then not
+passed on: the program could only record the resume in another store.
+
 The program is started in its own session and given `grace_s` to fail: exiting 0 or still
 running then is `done` (the resume started); exiting non-zero is `failed`; a program that cannot
-be started is `failed` with nothing sent.
+be started is `failed` with nothing sent. A failure says why in the program's own words: the
+last line it wrote to stderr (`rewake run` ends with what stopped it).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import threading
+from collections import deque
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from rewake.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note
 from rewake.executors.templates import TemplateError, check_template, fill
-from rewake.spawn_env import command_environment
+from rewake.security.resume_credential import mint
+from rewake.spawn_env import command_environment, without_password
 
 
 class CommandConfigError(ValueError):
@@ -56,6 +67,72 @@ def parse_argv_template(value: str | Sequence[str]) -> list[str]:
     return list(parsed)
 
 
+#: The store settings a program could record into; replaced by the mark's own store.
+STORE_SETTINGS = ("REWAKE_URL", "REWAKE_TOKEN", "REWAKE_DATABASE_URL")
+
+
+@dataclass(frozen=True, slots=True)
+class MarkStore:
+    """Where the sweeper keeps its marks: a service (its URL, and the key of the credentials it
+    accepts for one resume; None when it needs no token) or a database URL."""
+
+    service_url: str | None = None
+    credential_key: bytes | None = None
+    database_url: str | None = None
+
+    def environment(self, delivery: Delivery) -> dict[str, str]:
+        """The settings that make `rewake run --resume-of` record into this store."""
+        if self.service_url:
+            env = {"REWAKE_URL": self.service_url}
+            if self.credential_key is not None:
+                env["REWAKE_TOKEN"] = mint(
+                    self.credential_key, root_id=delivery.root_id, run_id=delivery.run_id,
+                    mark_id=delivery.mark_id, attempt_key=delivery.attempt_key,
+                )  # fmt: skip
+            return env
+        if self.database_url:
+            # Never the service's password: the program is where the agent runs (spawn_env).
+            return {"REWAKE_DATABASE_URL": without_password(self.database_url)}
+        return {}
+
+
+#: How much of the program's stderr is kept to explain a failure, and how long a line may be.
+TAIL_LINES = 40
+LINE_CHARS = 500
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+class StderrTail:
+    """The last lines the program wrote to stderr, read by a thread for as long as it writes
+    (a pipe nobody reads would block it once full)."""
+
+    def __init__(self, child: subprocess.Popen[bytes]) -> None:
+        self._lines: deque[str] = deque(maxlen=TAIL_LINES)
+        self._done = threading.Event()
+        self._stream = child.stderr
+        threading.Thread(target=self._drain, name=f"rewake-stderr-{child.pid}", daemon=True).start()
+
+    def _drain(self) -> None:
+        try:
+            if self._stream is not None:
+                for raw in self._stream:
+                    self._lines.append(raw.decode("utf-8", "replace")[:LINE_CHARS])
+        finally:
+            if self._stream is not None:
+                self._stream.close()
+            self._done.set()
+
+    def last_line(self, wait_s: float = 1.0) -> str | None:
+        """The last line that says something (control sequences and blank lines left out);
+        waits up to `wait_s` for the rest of the output of a program that exited."""
+        self._done.wait(wait_s)
+        for line in reversed(list(self._lines)):
+            text = " ".join(_ANSI.sub("", line).split())
+            if any(char.isalnum() for char in text):
+                return text
+        return None
+
+
 class CommandExecutor:
     """Spawns one process per resume."""
 
@@ -69,6 +146,7 @@ class CommandExecutor:
         grace_s: float = 2.0,
         env: Mapping[str, str] | None = None,
         cwd: str | None = None,
+        store: MarkStore | None = None,
     ) -> None:
         self.argv_template = parse_argv_template(argv_template)
         self.prompt = prompt
@@ -76,6 +154,7 @@ class CommandExecutor:
         #: What the program may see of `env` (this process's environment by default).
         self._env = command_environment(os.environ if env is None else env)
         self._cwd = cwd
+        self._store = store
 
     def argv(self, delivery: Delivery) -> list[str]:
         """The command line for `delivery`: the filled template, `--`, the prompt."""
@@ -83,6 +162,10 @@ class CommandExecutor:
 
     def environment(self, delivery: Delivery) -> dict[str, str]:
         env = dict(self._env)
+        if self._store is not None:
+            for name in STORE_SETTINGS:
+                env.pop(name, None)
+            env.update(self._store.environment(delivery))
         env.update(
             REWAKE_ATTEMPT_KEY=delivery.attempt_key,
             REWAKE_MARK_ID=str(delivery.mark_id),
@@ -103,7 +186,7 @@ class CommandExecutor:
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
                 env=self.environment(delivery),
                 cwd=self._cwd,
                 start_new_session=True,
@@ -111,6 +194,7 @@ class CommandExecutor:
             )
         except OSError as error:
             return Outcome("failed", "spawn_failed", f"nothing was started: {error}")
+        said = StderrTail(child)
         try:
             status = child.wait(timeout=self.grace_s)
         except subprocess.TimeoutExpired:
@@ -122,7 +206,9 @@ class CommandExecutor:
             return Outcome("done", "spawned", f"pid {child.pid} still running")
         if status == 0:
             return Outcome("done", "exit_0", f"pid {child.pid} exited 0")
-        return Outcome("failed", f"exit_{status}", f"pid {child.pid} exited {status}")
+        reason = said.last_line()
+        detail = f"exited {status}" + (f": {reason}" if reason else " (it said nothing on stderr)")
+        return Outcome("failed", f"exit_{status}", detail)
 
     def lookup(self, delivery: Delivery, now: datetime) -> Lookup | None:
         return None

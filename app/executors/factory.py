@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from rewake.executors.base import DEFAULT_PROMPT, Executor
-from rewake.executors.command import CommandExecutor
+from rewake.executors.command import CommandExecutor, MarkStore
 from rewake.executors.log import LogExecutor
 from rewake.executors.webhook import WebhookExecutor
 from rewake.secret_env import given_secrets
@@ -16,9 +16,9 @@ class ExecutorConfigError(ValueError):
     """The configured executor cannot start: the message says which setting is missing."""
 
 
-def build_executor(settings: Any) -> Executor:
+def build_executor(settings: Any, *, store: MarkStore | None = None) -> Executor:
     """`log`, `webhook` (needs REWAKE_WEBHOOK_URL and REWAKE_WEBHOOK_SECRET) or `command`
-    (needs REWAKE_COMMAND)."""
+    (needs REWAKE_COMMAND; `store` is where its program records the resume)."""
     prompt = settings.resume_prompt or DEFAULT_PROMPT
     try:
         if settings.executor == "webhook":
@@ -39,6 +39,7 @@ def build_executor(settings: Any) -> Executor:
                 prompt=prompt,
                 grace_s=settings.command_grace_s,
                 env={**os.environ, **given_secrets()},
+                store=store,
             )
     except ValueError as error:
         raise ExecutorConfigError(str(error)) from error

@@ -13,6 +13,7 @@ Each entry is a clause (lower case, no full stop). Imports nothing but the stand
 
 from __future__ import annotations
 
+import json
 import re
 
 OUTCOME_REASONS: dict[str, str] = {
@@ -61,3 +62,41 @@ def outcome_reason(code: str | None) -> str | None:
     if http := _HTTP.fullmatch(code):
         return f"the host answered HTTP {http.group(1)} instead of accepting the resume"
     return f"the host refused: {code.replace('_', ' ')}"
+
+
+#: How much of what the far side said is shown beside the words.
+SAID_CHARS = 240
+_EXITED = re.compile(r"exited -?\d+: (.+)", re.DOTALL)
+
+
+def what_was_said(code: str | None, detail: str | None) -> str | None:
+    """The one line of the far side's own words a failure rests on: for a resume command, the
+    last line it wrote to stderr (the command executor keeps it after "exited N: "); for a host
+    that answered HTTP, its problem's `detail` or `code`, else its first line. None when it
+    said nothing that adds to the code."""
+    if not code or not detail:
+        return None
+    text: str | None = None
+    if _EXIT.fullmatch(code):
+        said = _EXITED.fullmatch(detail.strip())
+        text = said.group(1) if said else None
+    elif _HTTP.fullmatch(code):
+        text = _problem_words(detail) or detail.strip().splitlines()[0] if detail.strip() else None
+    if not text:
+        return None
+    line = " ".join(text.split())
+    return line if len(line) <= SAID_CHARS else line[: SAID_CHARS - 1] + "…"
+
+
+def _problem_words(body: str) -> str | None:
+    """A problem+json body's `detail` (or `title`, or `code`), when the body is one."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return None
+    if not isinstance(parsed, dict):
+        return None
+    for field in ("detail", "title", "code"):
+        if isinstance(parsed.get(field), str) and parsed[field].strip():
+            return str(parsed[field])
+    return None

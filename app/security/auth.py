@@ -9,7 +9,7 @@ from collections.abc import Callable
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from rewake.errors import DomainError
-from rewake.security import browser
+from rewake.security import browser, resume_credential
 from rewake.security.headers import harden_pages
 from rewake.settings import Settings, is_loopback
 
@@ -17,9 +17,17 @@ from rewake.settings import Settings, is_loopback
 LOCAL_ACTOR = "local"
 
 
-def authenticate(settings: Settings, client_host: str, authorization: str) -> str:
+def authenticate(
+    settings: Settings,
+    client_host: str,
+    authorization: str,
+    *,
+    route: tuple[str, str] | None = None,
+) -> str:
     """Who acts: the name of the bearer token presented; with no token configured, only
-    loopback callers are let in, as `local`. DomainError 401/403 otherwise."""
+    loopback callers are let in, as `local`. For a request to `route` (method, path), a resume
+    credential (rewake.security.resume_credential) of that session's report routes acts too.
+    DomainError 401/403 otherwise."""
     tokens = settings.tokens
     if not tokens:
         if not is_loopback(client_host):
@@ -37,9 +45,27 @@ def authenticate(settings: Settings, client_host: str, authorization: str) -> st
         # Compare against every secret, so the time taken says nothing about which matched.
         if hmac.compare_digest(secret.encode(), given):
             matched = name
+    if matched is None and route is not None:
+        matched = _resume_actor(settings, presented.strip(), route)
     if matched is None:
         raise DomainError("unauthorized", "the bearer token matches no configured token")
     return matched
+
+
+def _resume_actor(settings: Settings, presented: str, route: tuple[str, str]) -> str | None:
+    """The actor of a resume credential valid for `route`; None when it is none; refused when
+    it is genuine but `route` is outside its session's report routes."""
+    key = resume_credential.credential_key(settings.tokens.values())
+    scope = resume_credential.verify(key, presented)
+    if scope is None:
+        return None
+    if not resume_credential.allows(scope, *route):
+        raise DomainError(
+            "unauthorized",
+            f"this credential reports the resume of mark {scope.mark_id} only: "
+            f"{route[0]} {route[1]} is not one of its routes",
+        )
+    return scope.actor
 
 
 class Auth:
@@ -78,7 +104,7 @@ class Auth:
                 raise DomainError("loopback_only", "a page on another site cannot act here")
             if not authorization:
                 authorization = browser.cookie_authorization(method, path, headers)
-            who = authenticate(self.settings, client[0], authorization)
+            who = authenticate(self.settings, client[0], authorization, route=(method, path))
             if not self.settings.tokens:
                 # DNS rebinding: another site's name pointed at 127.0.0.1 (rewake.security.browser).
                 browser.refuse_foreign_host(headers)

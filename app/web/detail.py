@@ -8,6 +8,7 @@ from typing import Any
 
 from rewake.context import JSON
 from rewake.reports import session_json
+from rewake.reports.evidence import locate, narrow
 
 #: Characters of CLI text shown on either side of the evidence; scrollback can be megabytes.
 CONTEXT_CHARS = 2_000
@@ -89,16 +90,24 @@ def excerpt(
     of the stored text (the session's answer carries a part), beginning at character
     `starts_at` of the whole, `whole_chars` long; the evidence's offsets index the whole.
     When they do not point at the evidence in the text (the verdict read structured events,
-    or the text was cut), its last occurrence is marked; failing that, it is shown apart."""
+    or the text was cut), its last occurrence is marked; failing that, the evidence is shown
+    apart."""
     whole = whole_chars if whole_chars is not None else starts_at + len(message)
     after_part = whole - starts_at - len(message)
-    start, end = _locate(message, _shifted(evidence, starts_at))
+    start, end = locate(message, _shifted(evidence, starts_at))
     if start is None or end is None:
         tail_from = max(0, len(message) - TAIL_CHARS)
-        elsewhere = str(evidence["text"]) if evidence and evidence.get("text") else None
+        elsewhere = None
+        if evidence and evidence.get("text"):
+            text = str(evidence["text"])
+            narrowed = narrow(text)
+            elsewhere = text[narrowed[0] : narrowed[1]]
         return Excerpt(
             _visible(message[tail_from:]), "", "", starts_at + tail_from, after_part, elsewhere
         )
+    # A whole JSON event is not what a person reads: the field that says it is marked.
+    first, last = narrow(message[start:end])
+    start, end = start + first, start + last
     lo, hi = max(0, start - CONTEXT_CHARS), min(len(message), end + CONTEXT_CHARS)
     return Excerpt(
         before=_visible(message[lo:start]),
@@ -117,16 +126,6 @@ def _shifted(evidence: JSON | None, by: int) -> JSON | None:
     if not isinstance(start, int) or not isinstance(end, int):
         return evidence
     return {**evidence, "start": start - by, "end": end - by}
-
-
-def _locate(message: str, evidence: JSON | None) -> tuple[int | None, int | None]:
-    if not evidence or not evidence.get("text"):
-        return None, None
-    text, start, end = str(evidence["text"]), evidence.get("start"), evidence.get("end")
-    if isinstance(start, int) and isinstance(end, int) and message[start:end] == text:
-        return start, end
-    found = message.rfind(text)
-    return (found, found + len(text)) if found >= 0 else (None, None)
 
 
 def _visible(text: str) -> str:

@@ -13,7 +13,7 @@ from typing import Literal
 
 from rewake.context import JSON
 from rewake.instants import parse_instant
-from rewake.reports.outcome_words import outcome_reason
+from rewake.reports.outcome_words import outcome_reason, what_was_said
 from rewake.reports.refusal_words import REFUSAL_REASONS, as_sentence
 
 #: Each refusal of `PUT .../auto-resume` (and the other refusals a click may meet) in words.
@@ -209,7 +209,10 @@ def outcome_words(mark: JSON, otherwise: str | None) -> str | None:
     outcome = mark.get("outcome")
     if outcome == "expired" and mark.get("outcome_detail") == "host_unseen":
         outcome = "host_unseen"
-    return outcome_reason(outcome) or otherwise
+    words = outcome_reason(outcome) or otherwise
+    said = what_was_said(outcome, mark.get("outcome_detail"))
+    # What the program or host said is the reason itself: beside the words, not only below.
+    return f"{words}: {said}" if words and said else words
 
 
 def _mark_words(mark: JSON, state: str, resume_delay_s: int) -> MarkView:

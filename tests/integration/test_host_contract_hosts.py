@@ -57,15 +57,19 @@ def host(request: pytest.FixtureRequest) -> Iterator[Host]:
         return
     namespace: dict[str, Any] = {"__name__": "docs_minimal_host"}
     resumed: list[tuple[str, str]] = []
-    namespace["resume_the_agent"] = lambda root, run, **_kw: resumed.append((root, run))
+    monkeypatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setenv("REWAKE_WEBHOOK_SECRET", "docs-secret-0123456789")
+    monkeypatch.setenv("REWAKE_TOKEN", "docs-token-0123456789")
     exec(compile(_doc_host_source(), str(DOC), "exec"), namespace)  # the docs' own code
+    # Resuming records instead of starting an agent and reporting it (the e2e test does that).
+    namespace["resume_the_agent"] = lambda root, run, *_a, **_kw: resumed.append((root, run))
     server = ThreadingHTTPServer(("127.0.0.1", 0), namespace["Host"])
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         port = server.server_address[1]
         yield Host(
-            f"http://127.0.0.1:{port}", namespace["SECRET"], namespace["paused"],
+            f"http://127.0.0.1:{port}", namespace["SECRET"].encode(), namespace["paused"],
             lambda: len(resumed),
         )  # fmt: skip
     finally:

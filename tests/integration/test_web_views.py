@@ -163,14 +163,21 @@ def test_waiting_will_not_help_names_the_next_step(
         ("run_alive", '{"code": "run_alive"}',
          "the host refused: another run of this session is alive"),
         ("exit_1", "pid 29954 exited 1", "the resume command failed (exit status 1)"),
-        ("http_500", "boom", "the host answered HTTP 500 instead of accepting the resume"),
+        ("exit_1", "exited 1: Error: Missing environment variable: `MOCK_OPENAI_KEY`.",
+         "the resume command failed (exit status 1): Error: Missing environment variable: "
+         "`MOCK_OPENAI_KEY`."),
+        ("http_503", '{"status": 503, "code": "maintenance", "detail": "host down for upgrade"}',
+         "the host answered HTTP 503 instead of accepting the resume: host down for upgrade"),
+        ("http_500", "boom", "the host answered HTTP 500 instead of accepting the resume: boom"),
         ("question_limit", '{"code": "question_limit"}', "the host refused: question limit"),
     ],
 )  # fmt: skip
 def test_a_failed_resume_says_why_in_words_with_the_detail_beside(
     outcome: str, said: str, words: str
 ) -> None:
-    """The outcome code becomes words; "pid 29954 exited 1" is only the technical part."""
+    """The outcome code becomes words, with what the program or host said beside them (its last
+    stderr line, its problem's detail); "pid 29954 exited 1" adds nothing, so it stays only the
+    technical part."""
     shown = views.mark_view(
         mark(state="failed", outcome=outcome, outcome_detail=said), resume_delay_s=30
     )

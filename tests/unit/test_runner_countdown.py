@@ -91,9 +91,40 @@ def test_wait_for_mark_ends_its_live_line_before_it_returns() -> None:
             return {"id": 1, "attempt": 1, "state": state, "due_at": DUE.isoformat()}
 
     clock = iter(NOW + timedelta(seconds=s) for s in range(100))
+    ticks = iter(range(0, 10**6, 100))  # each look at the time 100 s on: a poll every turn
     out = Terminal()
     done = wait_for_mark(Store(), "s1", {"id": 1, "due_at": DUE.isoformat()}, out=out,
-                         clock=lambda: next(clock), sleep=lambda _s: None, poll_s=0)  # fmt: skip
+                         clock=lambda: next(clock), sleep=lambda _s: None, poll_s=0,
+                         monotonic=lambda: next(ticks))  # fmt: skip
     assert isinstance(done, Settled)
     written = out.getvalue()
     assert written.count("\r⏳ auto-resume in ") == 3 and written.endswith("\x1b[K\n")
+
+
+def test_a_wait_minutes_long_asks_the_store_a_few_times_not_every_two_seconds() -> None:
+    """A mark due in 4 minutes: the waiting rewake run asks the store a handful of times before
+    it is due (half the time left, at least 2 s), not the 120 of a 2 s poll."""
+    due = NOW + timedelta(minutes=4)
+    elapsed = [0.0]
+
+    class Store(waiting.LocalStore):
+        def __init__(self) -> None:
+            self.polls = 0
+
+        def get_mark(self, root_id: str) -> dict[str, Any]:
+            self.polls += 1
+            settled = elapsed[0] >= 240
+            return {"id": 1, "attempt": 1, "state": "done" if settled else "armed",
+                    "due_at": due.isoformat()}  # fmt: skip
+
+    def sleep(seconds: float) -> None:
+        elapsed[0] += seconds
+
+    store = Store()
+    done = wait_for_mark(
+        store, "s1", {"id": 1, "due_at": due.isoformat()}, out=io.StringIO(),
+        clock=lambda: NOW + timedelta(seconds=elapsed[0]), sleep=sleep,
+        monotonic=lambda: elapsed[0],
+    )  # fmt: skip
+    assert isinstance(done, Settled)
+    assert 3 <= store.polls <= 15, store.polls

@@ -137,6 +137,14 @@ def test_sweeper_line_says_fresh_stale_or_never() -> None:
     assert "no sweeper seen" in doctor.sweeper_line(None, NOW)
 
 
+def test_no_sweeper_line_says_a_waiting_rewake_run_fires_too() -> None:
+    """With no sweeper seen, doctor does not claim that nothing fires: a waiting `rewake run`
+    fires the mark it armed."""
+    line = doctor.sweeper_line(None, NOW)
+    assert "`rewake run` that armed it still waits" in line
+    assert "only while one runs" not in line
+
+
 def test_an_unreachable_service_fails(env: dict[str, str]) -> None:
     """REWAKE_URL naming a port nobody listens on: the store check fails."""
     env = {**env, "REWAKE_URL": f"http://127.0.0.1:{free_port()}"}

@@ -6,6 +6,7 @@ The times are worked out by hand: Europe/Berlin is UTC+1 (CET) in late November.
 from __future__ import annotations
 
 import io
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -348,3 +349,40 @@ def test_an_ended_mark_says_how_it_ended_in_words_before_the_detail() -> None:
         "Auto-resume failed (exit_1): the resume command failed (exit status 1); "
         "pid 29954 exited 1"
     )
+
+
+def test_the_limit_line_stays_in_view_when_the_cli_printed_more_after_it() -> None:
+    """Codex prints its limit, then more stderr: `show` keeps the line the verdict rests on in
+    view (first, then "…" and the last lines), instead of only the last 8 lines."""
+    limit = "ERROR: You've hit your usage limit. Try again at 5:40 PM."
+    text = "\n".join(
+        ["starting", limit, *(f"warning {n}: retry telemetry" for n in range(12))]
+    )  # fmt: skip
+    start = text.index(limit)
+    failure = FAILURE | {
+        "message": text, "cli_text": None,
+        "verdict": {"kind": "provider_quota",
+                    "evidence": {"text": limit, "start": start, "end": start + len(limit)}},
+    }  # fmt: skip
+    tail = views.failure_lines(failure, NOW, BERLIN)[3:]
+    assert tail[0] == f"  │ {limit}" and tail[1] == "  │ …"
+    assert tail[-1] == "  │ warning 11: retry telemetry" and len(tail) == views.TAIL_LINES
+
+
+def test_the_evidence_of_a_json_event_is_its_field_not_the_whole_event() -> None:
+    """A verdict that rests on a whole stream-json event is shown as the field that says the
+    limit, on the page and in `show`."""
+    from rewake.reports.evidence import evidence_line
+
+    said = "Claude AI usage limit reached|1764518400"
+    event = json.dumps({"type": "result", "subtype": "success", "is_error": True,
+                        "session_id": "5f0c" * 9, "usage": {"input_tokens": 3},
+                        "result": said})  # fmt: skip
+    text = "thinking…\n" + event + "\n"
+    evidence = {"text": event, "start": 10, "end": 10 + len(event)}
+    assert evidence_line(text, evidence) == said
+    from rewake.web import detail
+
+    part = detail.excerpt(text, evidence)
+    assert part.hit == said
+    assert part.before.endswith('"result": "') and part.after.startswith('"}')

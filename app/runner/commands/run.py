@@ -28,6 +28,7 @@ from typing import Any
 from rewake.executors.base import DEFAULT_PROMPT
 from rewake.exits import Exit
 from rewake.instants import instant, local_clock
+from rewake.logs import redact_url
 from rewake.printable import printable
 from rewake.reports.banners import describe_wait
 from rewake.reports.session_json import JSON, current_failure
@@ -41,7 +42,7 @@ from rewake.runner.local.providers import (
     resolve_command,
 )
 from rewake.runner.local.records import RecordError, RunRecord
-from rewake.runner.local.store import Store, StoreError, check_id, open_store
+from rewake.runner.local.store import Store, StoreError, check_id, database_url, open_store
 from rewake.runner.process.attempts import MANUAL_PROMPT, Options, Runner, Step
 from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_refusal
 from rewake.runner.process.notices import announcer_from_env
@@ -180,16 +181,19 @@ def _session_name(value: str, what: str) -> str:
         raise UsageError(str(error)) from error
 
 
-def _open_checked_store() -> Store:
-    """The store, once it has answered a cheap call: a CLI whose limit could not be recorded
-    is not worth starting (the failure would be lost)."""
+def _open_checked_store(probe: Callable[[Store], object] | None = None) -> Store:
+    """The store, once it has answered a cheap call (`probe`, else listing one session): a CLI
+    whose limit could not be recorded is not worth starting (the failure would be lost)."""
 
     store = None
     try:
         # Opening counts as answering: a local database that cannot be opened or upgraded
         # (a corrupt file, a missing directory) is the same one line and exit 5.
         store = open_store()
-        store.list_sessions(limit=1)
+        if probe is None:
+            store.list_sessions(limit=1)
+        else:
+            probe(store)
     except StoreError as error:
         if store is not None:
             store.close()
@@ -204,9 +208,11 @@ class _StoreDown(Exception):
     """The store did not answer the probe (already said on stderr)."""
 
 
-def _with_store(work: Callable[[Store], int]) -> int:
+def _with_store(
+    work: Callable[[Store], int], probe: Callable[[Store], object] | None = None
+) -> int:
     try:
-        store = _open_checked_store()
+        store = _open_checked_store(probe)
     except _StoreDown:
         return Exit.STORE
     try:
@@ -344,11 +350,58 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
     env = agent_environment(os.environ)
 
     def work(store: Store) -> int:
+        refusal = _not_the_marks_store(store, root_id, mark_id)
+        if refusal is not None:
+            lock.release()
+            print(printable(f"rewake run: {refusal}"), file=sys.stderr)
+            return Exit.STORE
         return _run_resume(store, record, lock, rest, auto=bool(record.extra.get("auto_resume")),
                            wait=False, fresh_allowed=record.fresh_if_missing,
                            env=env)  # fmt: skip
 
-    return _with_store(work)
+    # The probe is a read the resume's own credential allows (it may list nothing else).
+    return _with_store(work, probe=lambda store: _probe_session(store, root_id))
+
+
+def _probe_session(store: Store, root_id: str) -> None:
+    """The store answers; a session it does not hold is for `_not_the_marks_store` to say."""
+    try:
+        store.get_mark(root_id)
+    except StoreError as error:
+        if error.code != "session_not_found":
+            raise
+
+
+def _store_where() -> str:
+    """The store this process records into, in words (a URL, a database without password)."""
+    url = os.environ.get("REWAKE_URL")
+    if url:
+        return url
+    database, _how = database_url(os.environ, create=False)
+    return redact_url(database)
+
+
+def _not_the_marks_store(store: Store, root_id: str, mark_id: int) -> str | None:
+    """Why `store` is not where mark `mark_id` lives (its session unknown there, or its latest
+    mark another one, or sent under another attempt key); None when it is. Recording the resume
+    elsewhere would leave the mark's session paused for good and make an orphan session."""
+    key = os.environ.get("REWAKE_ATTEMPT_KEY")
+    try:
+        mark = store.get_mark(root_id)
+    except StoreError as error:
+        if error.code != "session_not_found":
+            raise
+        mark = {}
+    if mark.get("id") == mark_id and (key is None or mark.get("attempt_key") == key):
+        return None
+    return (
+        f"mark {mark_id} of {root_id} is not in the store this resume would record into "
+        f"({_store_where()}), so nothing was started: the sweeper that fired it keeps its marks "
+        "elsewhere. A sweeper hands its own store to the program it starts (rewake serve: its "
+        "URL and a credential for this resume; rewake sweep: REWAKE_DATABASE_URL); a wrapper "
+        "around REWAKE_COMMAND must pass REWAKE_URL, REWAKE_TOKEN and REWAKE_DATABASE_URL on "
+        "unchanged"
+    )
 
 
 def _run_resume(

@@ -26,7 +26,7 @@ from typing import Any
 
 from rewake.exits import Exit
 from rewake.printable import printable
-from rewake.runner.local import claude_settings, sweeper_service
+from rewake.runner.local import claude_settings, provider_env, sweeper_service
 from rewake.runner.local.records import state_dir
 from rewake.runner.local.user_files import SetupError, rewake_argv, write_file
 
@@ -102,6 +102,7 @@ def setup_sweeper(
             # The state dir holds the database and, on macOS, the sweeper's log.
             state_dir(env).mkdir(parents=True, exist_ok=True)
         outcome = sweeper_service.install(service, now=now, run=run, dry_run=dry_run)
+        outcome.lines += credential_advice(env, platform)
     for line in outcome.lines:
         print(printable(line))
     return Exit.OK if outcome.ok else Exit.PROBLEM
@@ -111,6 +112,19 @@ def _lines(text: str) -> list[str]:
     """`text`'s lines, each with its line feed: split at line feeds only (splitlines() also
     breaks at U+0085 and U+2028, which a path may hold; `printable` shows them as escapes)."""
     return re.findall(r"[^\n]*\n|[^\n]+\Z", text)
+
+
+def credential_advice(env: Mapping[str, str], platform: str) -> list[str]:
+    """Which provider variables of this shell the resumed CLIs would not get, and where to put
+    them: the unit's environment file (Linux), the agent's EnvironmentVariables (macOS)."""
+    if platform.startswith("linux"):
+        path = provider_env.env_file(env)
+        sweeper = {"PATH": env.get("PATH", ""), **provider_env.read_env_file(path)}
+        where = f"put them in {path} (NAME=value lines, chmod 600), which the unit loads"
+    else:
+        sweeper = {"PATH": env.get("PATH", "")}
+        where = "add them to the agent's EnvironmentVariables"
+    return provider_env.advice(provider_env.unreached(env, sweeper), where)
 
 
 def setup_claude(env: Mapping[str, str], now: datetime, *, dry_run: bool, undo: bool) -> int:

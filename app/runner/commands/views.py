@@ -26,7 +26,9 @@ from datetime import UTC, datetime, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from rich.console import Console
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.text import Text
 from sqlalchemy.exc import SQLAlchemyError
 
 from rewake.exits import Exit
@@ -77,6 +79,10 @@ def register(commands: Any) -> None:
     ls.add_argument("--provider", choices=["claude", "codex", "gemini"])
     ls.add_argument("--limit", type=int, default=50, choices=range(1, 201), metavar="1..200")
     ls.add_argument("--json", action="store_true", help="the sessions with their marks, as JSON")
+    ls.add_argument(
+        "--watch", nargs="?", const=2.0, type=float, metavar="SECONDS",
+        help="keep the list on screen, refreshed in place every SECONDS (default 2); Ctrl-C ends",
+    )  # fmt: skip
     ls.set_defaults(func=run_ls)
 
     show = commands.add_parser("show", help="one session: banner, countdowns, mark, timeline")
@@ -164,6 +170,8 @@ def _is_database_error(error: Exception) -> bool:
 
 
 def run_ls(args: argparse.Namespace) -> int:
+    if getattr(args, "watch", None) is not None:
+        return watch_ls(args)
     now, zone = datetime.now(UTC), display_zone()
     filters = {k: v for k in ("state", "provider") if (v := getattr(args, k))}
 
@@ -396,3 +404,56 @@ def _say(lines: list[str], now: datetime) -> None:
             out.writelines(f"{stamp} {line}\n" for line in lines)
     except OSError:
         pass  # the log is a convenience; stderr already has the lines
+
+
+def listing(store: Store, args: argparse.Namespace, now: datetime, width: int) -> RenderableType:
+    """What `rewake ls` prints, as one renderable (the sessions with their marks)."""
+    filters = {k: v for k in ("state", "provider") if (v := getattr(args, k))}
+    summaries = store.list_sessions(limit=args.limit, **filters).get("sessions", [])
+    rows = []
+    for summary in summaries[: args.limit]:
+        try:
+            mark = store.get_mark(summary["root_id"])
+        except StoreError:
+            mark = None  # deleted between the two calls
+        rows.append(views.ls_row(summary, mark, now, display_zone()))
+    if not rows:
+        return Text("no sessions")
+    return views.ls_renderable(rows, width)
+
+
+def watch_ls(
+    args: argparse.Namespace,
+    *,
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+    sleep: Callable[[float], None] = time.sleep,
+    console: Console | None = None,
+    turns: int | None = None,
+) -> int:
+    """`rewake ls --watch`: the list redrawn in place (rich's Live) every `args.watch` seconds
+    with the time it was read, until Ctrl-C. Only on a terminal: piped, it says so (exit 2)."""
+    console = console or Console(highlight=False)
+    if not console.is_terminal:
+        print("rewake ls: --watch needs a terminal; without it, ls prints the list once",
+              file=sys.stderr)  # fmt: skip
+        return Exit.USAGE
+    interval = max(0.5, float(args.watch))
+
+    def work(store: Store) -> int:
+        with Live(console=console, auto_refresh=False, transient=False) as live:
+            done = 0
+            try:
+                while turns is None or done < turns:
+                    now = clock()
+                    heading = Text(f"rewake ls · {now.astimezone().strftime('%H:%M:%S')} · "
+                                   f"every {interval:g} s · Ctrl-C ends", style="dim")  # fmt: skip
+                    live.update(Group(heading, listing(store, args, now, console.width)),
+                                refresh=True)  # fmt: skip
+                    done += 1
+                    if turns is None or done < turns:
+                        sleep(interval)
+            except KeyboardInterrupt:
+                pass
+        return Exit.OK
+
+    return _with_store("ls", clock(), work)

@@ -25,6 +25,7 @@ from rewake.db.engine import Database
 from rewake.instants import instant
 from rewake.marks.repository import executors_seen_since, latest_heartbeat
 from rewake.marks.rules import SweepersWill, sweepers_will
+from rewake.runner.local import provider_env
 from rewake.runner.local.hostzone import host_zone
 from rewake.runner.local.records import state_dir
 from rewake.runner.local.store import StoreError, database_url, local_settings, token_parts
@@ -237,7 +238,10 @@ def sweeper_line(seen: datetime | None, now: datetime, will: SweepersWill = "res
     """The sweeper's line; `will` is what the sweepers seen lately do with a due mark (a
     service's /readyz does not say, and its marks' warnings do)."""
     if seen is None:
-        return "    ! no sweeper seen here yet: armed marks fire only while one runs (rewake sweep)"
+        return (
+            "    ! no sweeper seen here yet: an armed mark fires only while the `rewake run` that"
+            " armed it still waits, or once a sweeper runs (rewake sweep)"
+        )
     age = int((now - seen).total_seconds())
     if now - seen > timedelta(seconds=SWEEPER_FRESH_S):
         return f"    ! sweeper last seen {age} s ago: armed marks will not fire until one runs"
@@ -262,6 +266,68 @@ def state_lines(env: Mapping[str, str], zone: str | None) -> list[str]:
     ]
 
 
+def resumed_cli_lines(env: Mapping[str, str]) -> list[str]:
+    """Whether the provider variables of this shell reach a CLI a sweeper resumes: the
+    sweeper `rewake setup` installed gets only its environment file's; one started from this
+    shell gets this shell's, through the allowlist and REWAKE_PASS_ENV."""
+    unit = provider_env.env_file(env).parent.parent / "systemd" / "user" / "rewake-sweeper.service"
+    if unit.exists():
+        path = provider_env.env_file(env)
+        sweeper = {"PATH": env.get("PATH", ""), **provider_env.read_env_file(path)}
+        where = f"the sweeper `rewake setup` installed loads them from {path} (NAME=value lines)"
+    else:
+        sweeper = dict(env)
+        where = "name them in REWAKE_PASS_ENV where the sweeper runs"
+    missing = provider_env.unreached(env, sweeper)
+    if missing:
+        return provider_env.advice(missing, where)
+    count = len(provider_env.provider_variables(env))
+    return [f"resumed CLIs: get this shell's {count} provider variable(s)"] if count else []
+
+
+def unit_environment(text: str) -> dict[str, str]:
+    """The Environment= settings of a unit `rewake setup` wrote (one quoted or bare word per
+    line, `%%` for `%`, backslash escapes inside quotes)."""
+    values = {}
+    for line in text.splitlines():
+        if not line.startswith("Environment="):
+            continue
+        word = line.removeprefix("Environment=")
+        if len(word) >= 2 and word[0] == word[-1] == '"':
+            word = re.sub(r"\\(.)", r"\1", word[1:-1])
+        name, _, value = word.replace("%%", "%").partition("=")
+        values[name] = value
+    return values
+
+
+def report_back_lines(env: Mapping[str, str]) -> tuple[list[str], bool]:
+    """Whether the resumes of the sweeper `rewake setup` installed are recorded where this
+    shell's `rewake run` records and reads its sessions: the same database and state dir.
+    (A service's own sweeper hands its URL and a credential for each resume: nothing to set.)"""
+    unit = provider_env.env_file(env).parent.parent / "systemd" / "user" / "rewake-sweeper.service"
+    if env.get("REWAKE_URL") or not unit.exists():
+        return [], True
+    try:
+        settings = unit_environment(unit.read_text(encoding="utf-8"))
+    except OSError as error:
+        return [f"✗ cannot read {unit}: {error.strerror or error}"], False
+    here_db, _how = database_url(env, create=False)
+    here_state = str(state_dir(env).absolute())
+    wrong = []
+    if settings.get("REWAKE_DATABASE_URL") != here_db:
+        wrong.append(f"records into {_redacted(settings.get('REWAKE_DATABASE_URL') or '?')}, "
+                     f"this shell into {_redacted(here_db)}")  # fmt: skip
+    if settings.get("REWAKE_STATE_DIR") != here_state:
+        wrong.append(f"reads run records in {settings.get('REWAKE_STATE_DIR') or '?'}, "
+                     f"this shell's are in {here_state}")  # fmt: skip
+    if not wrong:
+        return ["resumes: the sweeper `rewake setup` installed records them here ✓"], True
+    return [
+        f"✗ the sweeper `rewake setup` installed ({unit}) {'; '.join(wrong)}: its resumes "
+        "would not report back to these sessions. Run `rewake setup` again from this shell",
+    ], False
+
+
 def run_doctor(env: Mapping[str, str], now: datetime) -> tuple[list[str], int]:
     """The report's lines and the exit status: 1 when something rewake needs is broken."""
 
@@ -270,10 +336,13 @@ def run_doctor(env: Mapping[str, str], now: datetime) -> tuple[list[str], int]:
     store = check_store(env, now)
     lines += store.lines
     lines += state_lines(env, host_zone(env))
+    back, back_ok = report_back_lines(env)
+    lines += back
+    lines += resumed_cli_lines(env)
     installed = [check for check in checks if check.path is not None]
     failed = [check.name for check in installed if not check.ok]
     if not installed:
         lines.append("✗ none of claude, codex, gemini is on PATH")
     elif failed:
         lines.append(f"✗ {', '.join(failed)}: a flag rewake relies on is missing (see above)")
-    return lines, 0 if installed and not failed and store.ok else 1
+    return lines, 0 if installed and not failed and store.ok and back_ok else 1

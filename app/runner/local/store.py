@@ -77,6 +77,12 @@ class Store(Protocol):
 
     def cancel(self, root_id: str) -> JSON: ...
 
+    def delete(self, root_id: str) -> JSON: ...
+
+    def resolve(
+        self, root_id: str, outcome: str, *, run_id: str | None = None, attempt: int | None = None
+    ) -> JSON: ...
+
     def get_session(self, root_id: str) -> JSON: ...
 
     def list_sessions(self, *, limit: int = 50, **filters: str) -> JSON: ...
@@ -201,6 +207,19 @@ class HttpStore:
 
     def cancel(self, root_id: str) -> JSON:
         return self._call("POST", f"/{root_id}/cancel")
+
+    def delete(self, root_id: str) -> JSON:
+        return self._call("DELETE", f"/{root_id}")
+
+    def resolve(
+        self, root_id: str, outcome: str, *, run_id: str | None = None, attempt: int | None = None
+    ) -> JSON:
+        body: dict[str, Any] = {"outcome": outcome}
+        if run_id is not None:
+            body["run_id"] = run_id
+        if attempt is not None:
+            body["attempt"] = attempt
+        return self._call("POST", f"/{root_id}/auto-resume/resolve", json=body)
 
     def get_session(self, root_id: str) -> JSON:
         return self._call("GET", f"/{root_id}")
@@ -349,6 +368,23 @@ class LocalStore:
     def cancel(self, root_id: str) -> JSON:
         check_id(root_id, "root_id")
         return self._run(lambda db, ctx: actions.cancel_session(db, root_id, ctx), write=True)
+
+    def delete(self, root_id: str) -> JSON:
+        check_id(root_id, "root_id")
+        return self._run(lambda db, ctx: actions.delete_session(db, root_id, ctx), write=True)
+
+    def resolve(
+        self, root_id: str, outcome: str, *, run_id: str | None = None, attempt: int | None = None
+    ) -> JSON:
+        check_id(root_id, "root_id")
+        if outcome not in ("done", "not_sent"):
+            raise StoreError("invalid_request", "outcome must be done or not_sent", 422)
+        return self._run(
+            lambda db, ctx: marks.resolve_mark(
+                db, root_id, outcome, ctx, run_id=run_id, attempt=attempt
+            ),
+            write=True,
+        )
 
     def get_session(self, root_id: str) -> JSON:
         check_id(root_id, "root_id")

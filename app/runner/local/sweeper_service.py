@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
+from rewake.runner.local import provider_env
 from rewake.runner.local.records import state_dir
 from rewake.runner.local.store import database_url
 from rewake.runner.local.user_files import SetupError, home_of, remove_file, write_file
@@ -102,13 +103,29 @@ def systemd_executable(path: str) -> str:
     return path if _BARE_WORD.fullmatch(path) else f'"{path.replace("%", "%%")}"'
 
 
+def _env_file_path(path: Path) -> str:
+    """The path of EnvironmentFile= (optional, `-`): `%` escaped as a specifier's; a path
+    systemd would split or unquote is refused."""
+    text = str(path)
+    _refuse_control(text)
+    if any(char in text for char in " \"'\\"):
+        raise SetupError(
+            "unit_value_unwritable", f"an environment file path systemd would split: {text!r}"
+        )
+    return text.replace("%", "%%")
+
+
 def _refuse_control(value: str) -> None:
     if any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
         raise SetupError("unit_value_unwritable", f"a control character in {value!r}")
 
 
-def systemd_unit(argv: Sequence[str], environment: Mapping[str, str]) -> str:
-    """The user unit that runs `argv` with `environment`, restarted when it fails."""
+def systemd_unit(
+    argv: Sequence[str], environment: Mapping[str, str], env_file: Path | None = None
+) -> str:
+    """The user unit that runs `argv` with `environment` (and, when there, the variables of
+    `env_file`: the provider keys a resumed CLI needs, kept out of the unit), restarted when
+    it fails."""
 
     program, *arguments = argv
     words = [systemd_executable(program), *(systemd_word(a, command_line=True) for a in arguments)]
@@ -121,6 +138,7 @@ def systemd_unit(argv: Sequence[str], environment: Mapping[str, str]) -> str:
         "[Service]",
         f"ExecStart={exec_start}",
         *(f"Environment={systemd_word(f'{name}={value}')}" for name, value in environment.items()),
+        *([f"EnvironmentFile=-{_env_file_path(env_file)}"] if env_file is not None else []),
         "Restart=on-failure",
         "RestartSec=10",
         "",
@@ -195,7 +213,7 @@ def service_file(
         user = ("systemctl", "--user")
         return ServiceFile(
             path=folder / UNIT_NAME,
-            content=systemd_unit(argv, environment).encode(),
+            content=systemd_unit(argv, environment, provider_env.env_file(env)).encode(),
             probe=Step((*user, "show-environment")),
             start=(Step((*user, "daemon-reload")), Step((*user, "enable", "--now", UNIT_NAME))),
             restart=(Step((*user, "restart", UNIT_NAME)),),

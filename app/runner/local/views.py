@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, tzinfo
+from pathlib import Path
 from typing import Any
 
 from rich.console import Group, RenderableType
@@ -24,9 +25,12 @@ from rich.text import Text
 from rewake.instants import instant
 from rewake.printable import printable
 from rewake.reports.banners import banner_for, describe_wait, format_local
+from rewake.reports.evidence import evidence_line
 from rewake.reports.outcome_words import outcome_reason
 from rewake.reports.refusal_words import REFUSAL_REASONS
 from rewake.reports.session_json import current_failure, shown_text
+from rewake.runner.local import records
+from rewake.runner.local.records import RecordError
 
 JSON = dict[str, Any]
 DASH = "—"
@@ -265,6 +269,10 @@ def failure_lines(failure: JSON, now: datetime, zone: tzinfo | None) -> list[str
     ]
     shown = shown_text(failure)
     tail = [line for line in shown.text.splitlines() if line.strip()][-TAIL_LINES:]
+    # The line the verdict rests on stays in view, whatever the CLI printed after it.
+    said = evidence_line(shown.text, (failure.get("verdict") or {}).get("evidence"))
+    if said is not None and said.strip() and not any(said in line for line in tail):
+        tail = [said.strip(), "…", *tail[-(TAIL_LINES - 2) :]]
     if shown.from_events:
         lines.append("  what the CLI reported (from its error events):")
     elif failure.get("truncated"):
@@ -327,6 +335,16 @@ def summary_lines(session: JSON, now: datetime, zone: tzinfo | None) -> list[str
     return lines
 
 
+def attempt_log(root_id: str, failure: JSON) -> Path | None:
+    """The failed attempt's whole log, when `rewake run` kept it in this machine's state dir
+    (the text shown above is only its tail)."""
+    try:
+        path = records.log_path(root_id, str(failure.get("run_id")), int(failure["attempt"]))
+    except (RecordError, KeyError, TypeError, ValueError):
+        return None
+    return path if path.is_file() else None
+
+
 def show_view(session: JSON, now: datetime, zone: tzinfo | None) -> RenderableType:
     """Everything `rewake show` prints, as one renderable."""
     root_id = str(session.get("root_id"))
@@ -343,5 +361,7 @@ def show_view(session: JSON, now: datetime, zone: tzinfo | None) -> RenderableTy
         parts += [Text(""), Text("Failures", style="bold")]
         for failure in failures:
             parts += [cell(line) for line in failure_lines(failure, now, zone)]
+            if (log := attempt_log(root_id, failure)) is not None:
+                parts.append(cell(f"  full log: {log} (rewake logs {root_id})"))
     parts += [Text(""), Text("Timeline", style="bold"), timeline_table(session, now, zone)]
     return Group(*parts)

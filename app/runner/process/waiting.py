@@ -204,6 +204,22 @@ def moved_on(root_id: str, mark: JSON, attempt: int | None) -> str | None:
     return None
 
 
+#: The longest a waiting rewake run goes without asking the store: a cancel, a manual resume
+#: or auto-resume turned off is seen within this long.
+MAX_POLL_S = 60.0
+
+
+def poll_interval(due: datetime, now: datetime, poll_s: float) -> float:
+    """How long to go between two looks at the mark: `poll_s` once it is due, and half the time
+    left before (at least `poll_s`, at most MAX_POLL_S): the mark cannot fire before it is due,
+    and hours of waiting against a service then cost one request a minute, not one every
+    `poll_s` (the service's access log filled with them)."""
+    ahead = (due - now).total_seconds()
+    if ahead <= 0:
+        return poll_s
+    return min(MAX_POLL_S, max(poll_s, ahead / 2))
+
+
 def wait_for_mark(
     store: Store,
     root_id: str,
@@ -216,6 +232,7 @@ def wait_for_mark(
     countdown_s: float = 60.0,
     lock: SessionLock | None = None,
     attempt: int | None = None,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> Fire | Settled:
     """Wait until the mark is fired (here or by a sweeper) or otherwise settled. With `lock`,
     the session's lock is taken before claiming, and kept only when this process fires.
@@ -228,7 +245,7 @@ def wait_for_mark(
     countdown = Countdown(out, live=is_terminal(out), every_s=countdown_s)
     try:
         return _watch(store, root_id, mark, countdown, clock=clock, sleep=sleep, poll_s=poll_s,
-                      lock=lock, attempt=attempt)  # fmt: skip
+                      lock=lock, attempt=attempt, monotonic=monotonic)  # fmt: skip
     finally:
         countdown.end()
 
@@ -244,16 +261,17 @@ def _watch(
     poll_s: float,
     lock: SessionLock | None,
     attempt: int | None,
+    monotonic: Callable[[], float],
 ) -> Fire | Settled:
-    """wait_for_mark's loop: the countdown on every turn, the store every `poll_s`."""
+    """wait_for_mark's loop: the countdown on every turn, the store every `poll_interval`."""
     armed_id = mark.get("id")
     polled_at = float("-inf")
     while True:
         now = clock()
         due = parse_instant(str(mark["due_at"]))
         countdown.show(due, now)
-        if now >= due or time.monotonic() - polled_at >= poll_s:
-            polled_at = time.monotonic()
+        if now >= due or monotonic() - polled_at >= poll_interval(due, now, poll_s):
+            polled_at = monotonic()
             mark = store.get_mark(root_id)
             state = mark.get("state")
             if mark.get("id") not in (armed_id, None):
