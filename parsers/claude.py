@@ -68,7 +68,9 @@ _STOP = Gated(
     # An owner may stand before the name ("org's monthly usage", "channel's monthly spend").
     r"|Y(?:(?P<hit>ou(?:'ve)?\s+(?:hit|reached)\s+your\s+(?P<which>(?:[\w.+'-]{1,24}\s+){0,3}?)limit\b"
     # Gemini Code Assist's "You've hit your daily limit of requests with Gemini ..." fallback.
-    r"(?!\s+of\s+requests))"
+    r"(?!\s+of\s+requests)"
+    # The Claude apps' "You've hit your limit for Claude messages. Limits will reset at ...".
+    r"(?:\s+for\s+Claude\s+messages\b)?)"
     r"|(?P<extra>ou're\s+out\s+of\s+extra\s+usage\b)"
     r"|(?P<credits_out>ou're\s+out\s+of\s+(?:usage\s+)?credits\b))"
     # The interactive CLI's own line once it waits: "Usage limit reached · set to continue
@@ -88,16 +90,21 @@ _STOP = Gated(
 
 _RESET_LEAD = re.compile(
     # The clause may wrap onto the next line under Claude's indentation.
-    r"[.!]?\s{0,16}(?:[·|-]\s{0,16})?(?:Your\s+limit\s+will\s+reset\s+at|(?:limit\s+)?[Rr]esets(?:\s+at)?"
+    # "Limits will reset at 9:30 AM" is the Claude apps' wording; "Resets by 4:00 AM ..." and
+    # "resets in: 3 hours" are wordings seen beside the CLI's.
+    r"[.!]?\s{0,16}(?:[·|-]\s{0,16})?(?:(?:Your\s+)?[Ll]imits?\s+will\s+reset\s+at"
+    r"|(?:limit\s+)?[Rr]esets(?:\s+(?:at|by))?"
     r"|set\s+to\s+continue\s+automatically\s+at|[Cc]ontinuing\s+automatically\s+at"
     # "· try again in 0 minutes": a wait, read as a duration from observed_at (rule 6).
     r"|try\s+again(?=\s{1,4}in\s))\s{1,4}"
 )
 #: After a spend limit, the window whose reset lifts the stop: "· your weekly limit resets ...".
+#: The clause may stand on the banner's next line, where a narrow terminal wraps it.
 _SPEND_WINDOW = re.compile(
-    r"[^\n]{0,200}?·\s{0,3}your\s+(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit(?=\s+resets\b)"
+    r"[^\n]{0,200}?(?:\n[ \t]{0,16}[^\n]{0,200}?)?"
+    r"·\s{0,3}your\s+(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit(?=\s+resets\b)"
 )
-_RESET_IN = re.compile(rf"in\s{{1,4}}(?P<duration>{DURATION})")
+_RESET_IN = re.compile(rf"in:?\s{{1,4}}(?P<duration>{DURATION})")
 _NATIVE = re.compile(
     r"will\s+(?:auto-?)?continue|auto-?continu\w*|continue\s+when\s+(?:the\s+)?limit\s+resets"
     # Not the limit menu's offer "2. Wait here, then continue automatically at ...".
@@ -149,6 +156,11 @@ def _reset_clause(
     if lead is None:
         return None
     cursor = lead.end()
+    instant = clock.ISO_INSTANT.match(norm, cursor)
+    if instant:
+        return instant.end(), clock.resolve_iso(
+            instant, ctx, PROVIDER, scope, form="offset_zone"
+        )
     within = _RESET_IN.match(norm, cursor)
     if within:
         duration = read_duration(within.group("duration"))

@@ -52,8 +52,12 @@ _USAGE_LIMIT = Gated(
 # between the others, and a needle spanning two words would hide that wrapped banner.
 _OUT_OF_MESSAGES = Gated(r"You're\s+out\s+of\s+Codex\s+messages", ("Codex",))
 _LOCALIZED_LIMIT = Gated(
-    r"atingiu o limite|limite de uso|límite de uso|사용 한도에 도달|사용 한도|лимит запросов",
-    ("limite", "límite", "사용 한도", "лимит"),
+    r"atingiu o limite|limite de uso|límite de uso|사용 한도에 도달|사용 한도|лимит запросов"
+    # ja "利用制限に達しました" / "利用上限に達しました", zh "已达到使用上限" / "使用限制".
+    r"|(?:利用|使用)(?:制限|上限)に達しました|已达到使用(?:上限|限制)|已達到使用(?:上限|限制)"
+    r"|Nutzungslimit erreicht|limite d.utilisation|limite di utilizzo",
+    ("limite", "límite", "사용 한도", "лимит", "に達しました", "已达到使用", "已達到使用",
+     "Nutzungslimit", "utilisation", "limite di"),
 )
 # How far after the head the retry clause may stand: the longest template is ~200 chars.
 _CLAUSE_REACH = 400
@@ -67,7 +71,9 @@ _TRY_IN = re.compile(rf"[Tt]{wrappable('ry again in')}\s+(?P<duration>{DURATION}
 _TRY_LATER = re.compile(rf"[Tt]{wrappable('ry again later')}")
 _TIMESTAMP = re.compile(
     rf"(?:{MONTH_NAME}\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,\s(?P<year>\d{{4}}),?\s(?:at\s)?)?"
-    r"(?P<hour>\d{1,2}):(?P<minute>\d{2})\s?(?P<meridiem>[AP]M)\b"
+    # A 24-hour time after a date ("August 7, 2026 at 21:15"): hours 13-23 or zero-padded.
+    r"(?:(?P<hour>\d{1,2}):(?P<minute>\d{2})\s?(?P<meridiem>[AP]M)\b"
+    r"|(?<=[\s,])(?P<hour24>0\d|1[3-9]|2[0-3]):(?P<minute24>[0-5]\d)(?![\d:]|\s?[AaPp]\.?[Mm]))"
 )
 
 _NO_RESET: tuple[tuple[Gated, str | None, str], ...] = (
@@ -163,6 +169,8 @@ def _timestamp(match: re.Match[str], ctx: Observation, scope: str | None) -> Res
     hour, minute, meridiem, month, day, year = match.group(
         "hour", "minute", "meridiem", "month", "day", "year"
     )
+    if hour is None:
+        hour, minute = match.group("hour24", "minute24")
     printed = clock.Printed(
         hour=int(hour),
         minute=int(minute),

@@ -40,7 +40,9 @@ PROVIDER: Final = "gemini"
 _REACH = 400
 
 _USAGE_LIMIT = Gated(
-    r"Usage limit reached for [^\n]{1,80}?\.(?=\s|$)",
+    # With or without the final period: a model's name ends the line when the period is
+    # missing (the dialog's border, folded to spaces, may follow).
+    r"Usage limit reached for (?:[^\n]{1,80}?\.(?=\s|$)|[\w.:/-]{2,80}(?=[ \t]*(?:\n|$)))",
     ("Usage limit reached for",),
 )
 _ACCESS_RESETS = Gated(
@@ -58,8 +60,9 @@ _RETRY_IN = Gated(
     ("Please retry in", "Suggested retry after"),
 )
 _RETRY_DELAY = Gated(
-    r"\"retryDelay\"\s{0,4}:\s{0,4}\"(?P<value>\d{1,9}(?:\.\d{1,12})?)(?P<unit>ms|s)\"",
-    ('"retryDelay"',),
+    # Also with its quotes escaped, as a JSON body quoted inside another one prints them.
+    r"\"retryDelay\\{0,3}\"\s{0,4}:\s{0,4}\\{0,3}\"(?P<value>\d{1,9}(?:\.\d{1,12})?)(?P<unit>ms|s)\\{0,3}\"",
+    ('"retryDelay',),
 )
 _LIMIT_ZERO = Gated(
     r"limit:\s{0,4}0(?!\d|\.\d)",
