@@ -408,6 +408,7 @@ def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None)
         claude_failures.THROTTLE.finditer(norm) if claude_failures.THROTTLE in opened else ()
     ):
         found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
+    found = _redrawn(norm, found, waiting_starts)
     found.extend(findings.scan_common(text, PROVIDER, _COMMON, opened))
     found.extend(claude_failures.tool_results(text))
     # The waiting line answers no prompt: the empty input box (and its placeholder) stands
@@ -427,6 +428,33 @@ def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None)
             for f in found
         ]
     return found
+
+
+def _redrawn(norm: str, found: list[Finding], waiting_starts: set[int]) -> list[Finding]:
+    """A banner drawn again over the one before it: the next banner starts where the earlier
+    one's reset clause ends, on the same line ("... resets 3pm (UTC)You've hit your limit ·
+    resets 4pm (UTC)"). A capture keeps both once the terminal's cursor moves are stripped;
+    the screen showed only the later one, the CLI's newer word (rule 8: the last printed).
+    The CLI's waiting line after a banner is no redraw: it lends the banner its words."""
+    stops = sorted((f for f in found if f.role == "stop"), key=lambda f: f.start)
+    if len(stops) < 2:
+        return found
+    starts = {f.start for f in stops}
+    redrawn = set()
+    for stop in stops:
+        following = stop.end
+        while following < len(norm) and norm[following] in " \t":
+            following += 1
+        if (
+            following in starts
+            and following not in waiting_starts
+            and following > stop.start
+            and stop.reset is not None
+        ):
+            redrawn.add(stop.start)
+    if not redrawn:
+        return found
+    return [f for f in found if not (f.role == "stop" and f.start in redrawn)]
 
 
 def _waiting_joined(found: list[Finding], waiting_starts: set[int]) -> list[Finding]:

@@ -200,15 +200,26 @@ def iso_instant(match: re.Match[str]) -> datetime | None:
         return None
 
 
-def resolve_iso(match: re.Match[str], ctx: Observation, provider: Provider, scope: str | None,
-                *, form: Form) -> Resolved:
-    """An ISO-8601 instant with its offset: exact, whatever the host's zone. Printed to the
-    minute (no seconds, or ":00" that may be a cut), the rest of that minute is its
-    resolution (never early); with seconds other than zero, the second is exact."""
+def resolve_iso(
+    match: re.Match[str],
+    ctx: Observation,
+    provider: Provider,
+    scope: str | None,
+    *,
+    form: Form,
+) -> Resolved:
+    """An ISO-8601 instant with its offset, whatever the host's zone. In a structured field it
+    is exact. In text, printed to the minute (no seconds, or ":00", which a writer that cuts
+    seconds prints too), the rest of that minute is its resolution (never early); with
+    seconds other than zero, the second is exact."""
     at = iso_instant(match)
     if at is None:
         return Refusal("unparseable", f"{match.group(0)!r} is no instant")
-    exact = bool(match.group("fraction")) or (match.group("second") or "00") != "00"
+    exact = (
+        form == "structured"
+        or bool(match.group("fraction"))
+        or (match.group("second") or "00") != "00"
+    )
     return timeres.at_instant(
         at,
         ctx.observed_at,

@@ -118,7 +118,9 @@ _BODY = Gated(
     r"\"usage_limit_reached\"",
     ('"usage_limit_reached"',),
 )
-_BODY_RESETS_AT = re.compile(r"\"resets_at\"\s{0,4}:\s{0,4}(?P<epoch>\d{9,13})")
+_BODY_RESETS_AT = re.compile(
+    r"\"resets_at\"\s{0,4}:\s{0,4}(?:(?P<epoch>\d{9,13})|\"(?P<iso>[^\"\n]{10,40})\")"
+)
 _BODY_RESETS_IN = re.compile(r"\"resets_in_seconds\"\s{0,4}:\s{0,4}(?P<seconds>\d{1,9})")
 _BODY_REACH = 800
 
@@ -246,13 +248,25 @@ def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None)
         # The body's own keys follow its type; a resets_at before it belongs to something else.
         reach = min(len(norm), match.end() + _BODY_REACH)
         resets_at = _BODY_RESETS_AT.search(norm, match.end(), reach)
-        if resets_at:
+        instant = (
+            clock.ISO_INSTANT.fullmatch(resets_at.group("iso"))
+            if resets_at and resets_at.group("iso")
+            else None
+        )
+        if resets_at and resets_at.group("epoch"):
             resolved = at_epoch(
                 float(resets_at.group("epoch")),
                 ctx.observed_at,
                 limit=window(PROVIDER, None),
                 form="structured",
             )
+            end = resets_at.end()
+        elif resets_at and instant:
+            # An ISO-8601 instant with its offset in the body's field: as exact as an epoch.
+            resolved = clock.resolve_iso(instant, ctx, PROVIDER, None, form="structured")
+            end = resets_at.end()
+        elif resets_at:
+            resolved = Refusal("unparseable", f"resets_at {resets_at.group('iso')!r}")
             end = resets_at.end()
         else:
             resets_in = _BODY_RESETS_IN.search(norm, match.end(), reach)
