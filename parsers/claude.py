@@ -22,6 +22,7 @@ Forms read (the CLI prints 12-hour times in lower case, drops ":00", and names a
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from typing import Final
@@ -99,9 +100,10 @@ _RESET_LEAD = re.compile(
     r"|try\s+again(?=\s{1,4}in\s))\s{1,4}"
 )
 #: After a spend limit, the window whose reset lifts the stop: "· your weekly limit resets ...".
-#: The clause may stand on the banner's next line, where a narrow terminal wraps it.
+#: The clause may stand on a line of its own, a line or two under the banner's head, where a
+#: narrow terminal wraps it (each part bounded: the match stays linear).
 _SPEND_WINDOW = re.compile(
-    r"[^\n]{0,200}?(?:\n[ \t]{0,16}[^\n]{0,200}?)?"
+    r"[^\n]{0,200}?(?:\n[ \t]{0,16}[^\n]{0,200}?){0,2}?"
     r"·\s{0,3}your\s+(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit(?=\s+resets\b)"
 )
 _RESET_IN = re.compile(rf"in:?\s{{1,4}}(?P<duration>{DURATION})")
@@ -158,9 +160,7 @@ def _reset_clause(
     cursor = lead.end()
     instant = clock.ISO_INSTANT.match(norm, cursor)
     if instant:
-        return instant.end(), clock.resolve_iso(
-            instant, ctx, PROVIDER, scope, form="offset_zone"
-        )
+        return instant.end(), clock.resolve_iso(instant, ctx, PROVIDER, scope, form="offset_zone")
     within = _RESET_IN.match(norm, cursor)
     if within:
         duration = read_duration(within.group("duration"))
@@ -382,8 +382,15 @@ def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None)
                 PROVIDER, match.start(), match.end(), "credits", "prepaid credit is used up"
             )
         )
+    # The spans follow the banners' order: which one may hold a match is found by bisection,
+    # not by a look at every span (thousands of spend banners stay linear).
+    span_starts = [start for start, _ in spend_spans]
+    span_reach: list[int] = []  # the furthest end among the spans up to each one
+    for _, end in spend_spans:
+        span_reach.append(max(end, span_reach[-1]) if span_reach else end)
     for match in _SPEND.finditer(norm) if _SPEND in opened else ():
-        if any(start <= match.start() < end for start, end in spend_spans):
+        index = bisect_right(span_starts, match.start()) - 1
+        if index >= 0 and match.start() < span_reach[index]:
             continue  # read with its banner above
         found.append(
             findings.no_reset(

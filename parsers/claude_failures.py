@@ -101,10 +101,11 @@ WARNING = Gated(
 # (esc to interrupt)"), and a tool's result (tool_results below).
 #
 # A background task's notice ('⏺ Background command "npm run dev" completed (exit code 0)') is
-# the CLI reporting a process started before the banner: no turn ran, so no sign of going on.
+# the CLI reporting a process started before the banner: no turn ran, so no sign of going on;
+# nor is "● Automatic continue cancelled" (the user pressed Esc at the waiting line).
 WENT_ON = Gated(
     r"^[ \t]{0,4}[⏺●][ \t]{1,3}(?!\d{1,2}\.[ \t])"
-    r"(?!Background\s+(?:command|task|agent|shell|[Bb]ash)\b)"
+    r"(?!Background\s+(?:command|task|agent|shell|[Bb]ash)\b|Automatic\s+continue\b)"
     r"(?:[A-Z][A-Za-z]{1,30}\((?!\))"
     r"|(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset))\S)"
     r"|Esc to interrupt|esc to interrupt"

@@ -56,8 +56,17 @@ _LOCALIZED_LIMIT = Gated(
     # ja "利用制限に達しました" / "利用上限に達しました", zh "已达到使用上限" / "使用限制".
     r"|(?:利用|使用)(?:制限|上限)に達しました|已达到使用(?:上限|限制)|已達到使用(?:上限|限制)"
     r"|Nutzungslimit erreicht|limite d.utilisation|limite di utilizzo",
-    ("limite", "límite", "사용 한도", "лимит", "に達しました", "已达到使用", "已達到使用",
-     "Nutzungslimit", "utilisation", "limite di"),
+    (
+        "limite",
+        "límite",
+        "사용 한도",
+        "лимит",
+        "に達しました",
+        "已达到使用",
+        "已達到使用",
+        "Nutzungslimit",
+        "utilisation",
+    ),
 )
 # How far after the head the retry clause may stand: the longest template is ~200 chars.
 _CLAUSE_REACH = 400
