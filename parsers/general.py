@@ -25,7 +25,7 @@ from rewake.parsers.text import Text
 # Every alternative starts with a literal character, so the regex engine skips, in C, the
 # positions where none can start. Node's error codes are the words the network's failures
 # share whatever wraps them (an API envelope, a stack trace, a CLI's own sentence).
-_NETWORK = re.compile(
+_NETWORK = Gated(
     r"ENOTFOUND\b|EAI_AGAIN\b|EAI_FAIL\b|ECONNREFUSED\b|ECONNRESET\b|ETIMEDOUT\b"
     r"|EHOSTUNREACH\b|ENETUNREACH\b|ENETDOWN\b"
     # Bun's names for the same ("Unable to connect to API (ConnectionRefused)").
@@ -39,34 +39,34 @@ _NETWORK = re.compile(
     # An overloaded or unreachable server: the status line a proxy or the API answers with.
     r"|Service Unavailable|Bad Gateway|Gateway Time-?out"
     # "We're currently experiencing high traffic", "due to high traffic".
-    r"|experiencing (?:unusually )?high traffic|due to (?:unusually )?high traffic"
-)
-#: Needles: a text holding none of these holds no network failure, and skips the regex.
-_NETWORK_NEEDLES = (
-    "ENOTFOUND",
-    "EAI_",
-    "ECONN",
-    "ETIMEDOUT",
-    "UNREACH",
-    "ENETDOWN",
-    "Connection",
-    "getaddrinfo",
-    "socket hang up",
-    "UND_ERR_",
-    "TimeoutError",
-    "Timeout Error",
-    "terminated",
-    "Service Unavailable",
-    "Bad Gateway",
-    "Gateway Time",
-    "high traffic",
+    r"|experiencing (?:unusually )?high traffic|due to (?:unusually )?high traffic",
+    # One word of every alternative: a text holding none of them holds no network failure,
+    # and a long one is read only around them (Gated.finditer).
+    (
+        "ENOTFOUND",
+        "EAI_",
+        "ECONN",
+        "ETIMEDOUT",
+        "UNREACH",
+        "ENETDOWN",
+        "Connection",
+        "getaddrinfo",
+        "socket",
+        "UND_ERR_",
+        "Timeout",
+        "terminated",
+        "Unavailable",
+        "Gateway",
+        "traffic",
+    ),
 )
 
 #: A model (or a context size) that runs only on usage credits, with the way out the message
 #: offers: switch to another model, or turn the credits on. No window lifts it: no_reset.
-_CREDIT_WALL = re.compile(
+_CREDIT_WALL = Gated(
     r"requires?\s+usage\s+credits|Usage\s+credits\s+(?:are\s+)?required"
-    r"|usage\s+credits\s+(?:are\s+)?required"
+    r"|usage\s+credits\s+(?:are\s+)?required",
+    ("credits",),
 )
 #: The message's way out, on the wall's line or the next: without it the words are a model
 #: picker's label ("Requires usage credits") or prose about credits, not a stop.
@@ -79,10 +79,13 @@ def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None)
     del ctx, opened  # none of these states a time; the needles below gate them
     norm = text.norm
     found: list[Finding] = []
-    if any(needle in norm for needle in _NETWORK_NEEDLES):
-        for match in _NETWORK.finditer(norm):
-            found.append(findings.failure("transient", None, match.start(), match.end()))
-    if "sage credits" in norm:
+    # A plain loop, no generator: this runs for every text, and most hold no needle.
+    for needle in _NETWORK.needles:
+        if needle in norm:
+            for match in _NETWORK.finditer(norm):
+                found.append(findings.failure("transient", None, match.start(), match.end()))
+            break
+    if "credits" in norm:
         for match in _CREDIT_WALL.finditer(norm):
             line_end = text.line_end_within(match.end(), _WAY_OUT_REACH)
             reach = text.line_end_within(min(line_end + 1, len(norm)), _WAY_OUT_REACH)
