@@ -42,7 +42,8 @@ _REACH = 400
 _USAGE_LIMIT = Gated(
     # With or without the final period: a model's name ends the line when the period is
     # missing (the dialog's border, folded to spaces, may follow).
-    r"Usage limit reached for (?:[^\n]{1,80}?\.(?=\s|$)|[\w.:/-]{2,80}(?=[ \t]*(?:\n|$)))",
+    r"Usage limit reached for (?:[^\n]{1,80}?\.(?=\s|$)"
+    r"|(?:all [\w.-]{1,20} models|[\w.:/-]{2,80})(?=[ \t]*(?:\n|$)))",
     ("Usage limit reached for",),
 )
 _ACCESS_RESETS = Gated(

@@ -44,6 +44,8 @@ _JSON_LINE = re.compile(r"^\{.*\}[ \t]*$", re.MULTILINE)
 
 #: How many layers of a logger's or a harness's own JSON may wrap a CLI's event or error.
 _MAX_WRAPPING = 4
+#: A wrapper's keys whose string is the CLI's own words: its error, or its printed result.
+_OUTPUT_KEYS = frozenset(("error", "result"))
 #: How many items of a wrapper's list are looked into.
 _MAX_LISTED = 64
 #: A wrapper's keys that hold a turn's content, a tool's result or a command's output: what
@@ -255,9 +257,11 @@ def _wrapped(
     for key, value in event.items():
         if key in _CONTENT_KEYS:
             continue
-        if key == "error" and (message := _text(value)) and " " in message.strip():
+        if key in _OUTPUT_KEYS and (message := _text(value)) and " " in message.strip():
             # A word alone ("usage_limit_reached") is a code the text scanners read in the
-            # line itself, beside the fields that go with it.
+            # line itself, beside the fields that go with it. A wrapper's `result` string is
+            # the CLI's printed output (`claude -p` prints its banner there): read as the
+            # line's text was before the wrapper was decoded, so hiding the line loses none.
             out.messages.append(Message(message, None, start, end))
             read = True
             continue
