@@ -112,6 +112,18 @@ _NO_RESET: tuple[tuple[Gated, str | None, str], ...] = (
         "credits",
         "the free quota is used up",
     ),
+    (
+        # The Codex App's "out of credits" in its other locales: ko, ja, pt and es. Not the
+        # limit banner's way out ("クレジットを追加してください", add credits to continue).
+        Gated(
+            r"크레딧이\s{0,2}(?:부족|소진|모두\s소진|없습니다)"
+            r"|クレジット(?:が|の残高が)(?:不足|なくなり|足りません)"
+            r"|(?:sem|sin)\s+créditos|créditos\s+(?:insuficientes|esgotados|agotados)",
+            ("크레딧", "クレジット", "créditos"),
+        ),
+        "credits",
+        "the workspace is out of credits",
+    ),
 )
 
 _API_RATE_LIMIT = Gated(
