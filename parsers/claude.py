@@ -94,7 +94,7 @@ _RESET_LEAD = re.compile(
     # "Limits will reset at 9:30 AM" is the Claude apps' wording; "Resets by 4:00 AM ..." and
     # "resets in: 3 hours" are wordings seen beside the CLI's.
     r"[.!]?\s{0,16}(?:[·|-]\s{0,16})?(?:(?:Your\s+)?[Ll]imits?\s+will\s+reset\s+at"
-    r"|(?:limit\s+)?[Rr]esets(?:\s+(?:at|by))?"
+    r"|(?:[Ll]imits?\s+)?[Rr]esets?(?:\s+(?:at|by|on))?"
     r"|set\s+to\s+continue\s+automatically\s+at|[Cc]ontinuing\s+automatically\s+at"
     # "· try again in 0 minutes": a wait, read as a duration from observed_at (rule 6).
     r"|try\s+again(?=\s{1,4}in\s))\s{1,4}"

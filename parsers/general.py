@@ -36,10 +36,16 @@ _NETWORK = Gated(
     r"|UND_ERR_[A-Z_]{3,30}|BodyTimeoutError|HeadersTimeoutError|ConnectTimeoutError"
     r"|Body Timeout Error|Headers Timeout Error|Connect Timeout Error"
     r"|TypeError: terminated\b|Error: terminated\b|Error:\s?\[?terminated\]"
+    r"|fetch failed|other side closed|SocketError\b|ECONNABORTED\b|EPIPE\b"
+    r"|ERR_STREAM_PREMATURE_CLOSE|Premature close"
+    # Rust's (Codex's) words for the same: reqwest and the OS.
+    r"|Connection refused|connection refused|Connection reset by peer|connection reset by peer"
+    r"|failed to lookup address|dns error|tcp connect error"
     # An overloaded or unreachable server: the status line a proxy or the API answers with.
-    r"|Service Unavailable|Bad Gateway|Gateway Time-?out"
+    r"|Service Unavailable|Bad Gateway|Gateway Time-?out|overloaded_error"
     # "We're currently experiencing high traffic", "due to high traffic".
-    r"|experiencing (?:unusually )?high traffic|due to (?:unusually )?high traffic",
+    r"|experiencing (?:unusually )?(?:high|heavy) traffic"
+    r"|due to (?:unusually )?(?:high|heavy) traffic",
     # One word of every alternative: a text holding none of them holds no network failure,
     # and a long one is read only around them (Gated.finditer).
     (
@@ -58,6 +64,17 @@ _NETWORK = Gated(
         "Unavailable",
         "Gateway",
         "traffic",
+        "fetch failed",
+        "other side closed",
+        "SocketError",
+        "EPIPE",
+        "PREMATURE",
+        "Premature",
+        "onnection re",
+        "lookup address",
+        "dns error",
+        "tcp connect",
+        "overloaded_error",
     ),
 )
 

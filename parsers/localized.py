@@ -22,10 +22,12 @@ from rewake.parsers.timeres import Resolved
 from rewake.parsers.verdict import Provider, Refusal
 from rewake.parsers.zones import ZoneError, host_zone
 
-#: pt-BR "10 de jul. de 2026, 11:52" and es "26 may 2026, 2:40 p.m.".
+#: pt-BR "10 de jul. de 2026, 11:52" and es "26 may 2026, 2:40 p.m."; fr "7 août 2026 à 21:15",
+#: de "7. Aug. 2026, 21:15" (their month words go to dateparser).
 ROMANCE_DATE = re.compile(
-    r"(?P<phrase>(?P<day>\d{1,2})\s{1,2}(?:de\s{1,2})?(?P<month>[a-zçéû]{3,10})\.?\s{1,2}"
-    r"(?:de\s{1,2})?(?P<year>\d{4}),?\s{1,2}(?P<hour>\d{1,2}):(?P<minute>\d{2})"
+    r"(?P<phrase>(?P<day>\d{1,2})\.?\s{1,2}(?:de\s{1,2})?(?P<month>[A-Za-zçéûäö]{3,10})\.?\s{1,2}"
+    r"(?:de\s{1,2})?(?P<year>\d{4}),?\s{1,2}(?:(?:à|às|a\s+las|alle|um|om)\s{1,2})?"
+    r"(?P<hour>\d{1,2}):(?P<minute>\d{2})"
     r"(?:\s{0,2}(?P<meridiem>[ap])\.\s?m\.)?)"
 )
 #: ko "2026. 9. 13. 오전 10:36" and "9월 13일 오전 10:36" (오전 is a.m., 오후 p.m.).
@@ -81,7 +83,7 @@ def _printed_localized(match: re.Match[str]) -> clock.Printed | None:
         month, day = int(groups["month"]), int(groups["day"])
         year = int(groups["year"]) if groups.get("year") else None
     else:
-        found = _MONTHS.get(groups["month"][:3])
+        found = _MONTHS.get(groups["month"][:3].lower())
         if found is None:
             return None
         month, day, year = found, int(groups["day"]), int(groups["year"])
