@@ -67,7 +67,7 @@ _STOP = Gated(
     # the limit's claim ("5-hour", "weekly", "Opus", "Fable 5", "usage", "individual spend",
     # none at all), read as words and mapped to a scope by _hit_scope, not listed one by one.
     # An owner may stand before the name ("org's monthly usage", "channel's monthly spend").
-    r"|Y(?:(?P<hit>ou(?:'ve)?\s+(?:hit|reached)\s+your\s+(?P<which>(?:[\w.+'-]{1,24}\s+){0,3}?)limit\b"
+    r"|Y(?:(?P<hit>ou(?:'ve|\s+have)?\s+(?:hit|reached)\s+your\s+(?P<which>(?:[\w.+'-]{1,24}\s+){0,3}?)limit\b"
     # Gemini Code Assist's "You've hit your daily limit of requests with Gemini ..." fallback.
     r"(?!\s+of\s+requests)"
     # The Claude apps' "You've hit your limit for Claude messages. Limits will reset at ...".

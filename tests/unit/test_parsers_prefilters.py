@@ -52,7 +52,7 @@ _PLAIN_STOP = re.compile(
     r"|(?P<session>[Ss]ession\s+limit\s+reached)"
     r"|(?P<weekly>(?:(?:Opus|Sonnet|Fable|Haiku)\s+)?[Ww]eekly\s+limit\s+reached)"
     r"|(?P<monthly>[Mm]onthly\s+limit\s+reached)"
-    r"|(?P<hit>You(?:'ve)?\s+(?:hit|reached)\s+your\s+"
+    r"|(?P<hit>You(?:'ve|\s+have)?\s+(?:hit|reached)\s+your\s+"
     r"(?P<which>(?:[\w.+'-]{1,24}\s+){0,3}?)limit\b"
     r"(?!\s+of\s+requests)(?:\s+for\s+Claude\s+messages\b)?)"
     r"|(?P<extra>You're\s+out\s+of\s+extra\s+usage\b)"
