@@ -141,10 +141,35 @@ def json_lines(norm: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
 def read(norm: str, ctx: Observation) -> Structured:
     out = Structured(findings=[], messages=[], spans=[])
     for start, end, event in json_lines(norm):
-        # A line of a shape no CLI prints stays visible to the text scanners.
         if _event(event, start, end, ctx, out):
             out.spans.append((start, end))
+        elif (held := _without_content(event, 0)) != event:
+            # A line of a shape no CLI prints is read as text, but not what an agent or a
+            # tool said in it (rule 8): the line is hidden, and the rest of it, decoded,
+            # is read in its place.
+            out.spans.append((start, end))
+            out.messages.append(Message(json.dumps(held, ensure_ascii=False), None, start, end))
+        # Otherwise the line stays visible to the text scanners as it is.
     return out
+
+
+def _without_content(value: Any, depth: int) -> Any:
+    """The JSON value with every content, prompt, input, output and tool-result key left
+    out, as deep as a wrapper's nesting is read; a system row's content is the CLI's and
+    stays."""
+    if depth > _MAX_WRAPPING:
+        return value
+    if isinstance(value, dict) and "system" in (value.get("type"), value.get("role")):
+        return value  # the CLI's own notice, its words under `content` too
+    if isinstance(value, dict):
+        return {
+            key: _without_content(item, depth + 1)
+            for key, item in value.items()
+            if key not in _CONTENT_KEYS
+        }
+    if isinstance(value, list):
+        return [_without_content(item, depth + 1) for item in value[:_MAX_LISTED]]
+    return value
 
 
 def _text(value: Any) -> str | None:
