@@ -122,13 +122,15 @@ GATES = module_gates(globals())
 #: lines such a glyph leads (lines_led_by), not at every line of a long scrollback.
 _TOOL_RESULT_INDENT = 8
 # A tool's result on a ⎿ line that is no banner, error or interruption, and no line of the
-# CLI's own chrome (a key hint: "⎿  Backgrounded agent (↓ to manage · ctrl+o to expand)").
+# CLI's own chrome (a key hint: "⎿  Backgrounded agent (↓ to manage · ctrl+o to expand)"), nor
+# a hook's output ("⎿  Stop hook feedback: ..."): the CLI runs its Stop hooks when the turn
+# ends, at a limit too, so their lines show no turn.
 # The fold makes ⎿ a space in `norm` (it is drawn like a border), so these lines are found in
 # the original text.
 _TOOL_RESULT = re.compile(
     rf"^[ \t]{{0,{_TOOL_RESULT_INDENT}}}⎿[ \t]{{1,4}}"
     r"(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset|Interrupted|[Cc]ancel"
-    r"|ctrl\+|shift\+|[↑↓←→] to |to expand\b))\S",
+    r"|ctrl\+|shift\+|[↑↓←→] to |to expand\b|[Hh]ooks?\b))\S",
     re.MULTILINE,
 )
 

@@ -405,6 +405,7 @@ AFTER_BANNER = {
     ),
     "background-notice": '\n\n⏺ Background command "npm run dev" completed (exit code 0)',
     "local-command": "\n\n> /export\n  ⎿  Conversation exported to: 2026-07-25-conversation.txt",
+    "stop-hook": "\n  ⎿  Stop hook feedback:\n     [~/.claude/hooks/notify.sh]: exit code 1",
 }
 #: What stands before a banner pasted at the head of a transcript or a shell session.
 BEFORE_BANNER = {
@@ -532,6 +533,10 @@ GROWING: dict[str, Callable[[int], str]] = {
             "API Error: Usage credits required for 1M context · run /usage-credits\n"
         )
         * (n * 10)
+    ),
+    "unknown_json_with_content": lambda n: (
+        '{"runner":"ci","data":{"transcript":[{"role":"assistant","content":'
+        '"You\'ve hit your limit \\u00b7 resets 3pm (UTC)"}]}}\n' * (n * 10)
     ),
     "nested_wrappers": lambda n: (
         '{"job":"x","run":{"events":[{"kind":"e","payload":{"error":'
