@@ -81,9 +81,10 @@ _NETWORK = Gated(
 #: A model (or a context size) that runs only on usage credits, with the way out the message
 #: offers: switch to another model, or turn the credits on. No window lifts it: no_reset.
 _CREDIT_WALL = Gated(
-    r"requires?\s+usage\s+credits|Usage\s+credits\s+(?:are\s+)?required"
-    r"|usage\s+credits\s+(?:are\s+)?required",
-    ("credits",),
+    r"(?:requires?|needs?)\s+(?:usage\s+credits?|extra\s+usage|credits)\b"
+    r"|(?:Usage|usage)\s+credits?\s+(?:are\s+|is\s+)?required"
+    r"|only\s+available\s+with\s+(?:usage\s+credits?|extra\s+usage)",
+    ("credit", "extra"),
 )
 #: The message's way out, on the wall's line or the next: without it the words are a model
 #: picker's label ("Requires usage credits") or prose about credits, not a stop.
@@ -102,15 +103,17 @@ def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None)
             for match in _NETWORK.finditer(norm):
                 found.append(findings.failure("transient", None, match.start(), match.end()))
             break
-    if "credits" in norm:
+    if "credit" in norm or "extra" in norm:
         for match in _CREDIT_WALL.finditer(norm):
             line_end = text.line_end_within(match.end(), _WAY_OUT_REACH)
             reach = text.line_end_within(min(line_end + 1, len(norm)), _WAY_OUT_REACH)
             if _WAY_OUT.search(norm, match.end(), max(reach, line_end)) is None:
                 continue
+            # "requires extra usage" names Claude's pay-as-you-go past the plan.
+            scope = "extra_usage" if "extra" in match.group() else "credits"
             found.append(
                 findings.no_reset(
-                    None, match.start(), match.end(), "credits", "the model needs usage credits"
+                    None, match.start(), match.end(), scope, "the model needs usage credits"
                 )
             )
     return found
