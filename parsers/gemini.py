@@ -47,8 +47,11 @@ _USAGE_LIMIT = Gated(
     ("Usage limit reached for",),
 )
 _ACCESS_RESETS = Gated(
-    r"Access resets at\s{1,3}(?P<hour>\d{1,2}):(?P<minute>\d{2})\s?(?P<meridiem>[AP]M)\s{1,3}"
-    r"(?P<zone>GMT[+-]\d{1,2}(?::\d{2})?|UTC[+-]\d{1,2}(?::\d{2})?|[A-Z]{2,5})(?![A-Za-z])",
+    r"Access resets at\s{1,3}(?P<hour>\d{1,2}):(?P<minute>\d{2})\s?(?P<meridiem>[AP]M)"
+    # The zone the dialog formats with the time; a dialog that prints none (the overage
+    # menu's "Access resets at 3:45 PM") is read in the host's zone (rule 5).
+    r"(?:\s{1,3}(?P<zone>GMT[+-]\d{1,2}(?::\d{2})?|UTC[+-]\d{1,2}(?::\d{2})?|[A-Z]{2,5})"
+    r"(?![A-Za-z]))?",
     ("Access resets",),
 )
 _RESET_AFTER = Gated(
@@ -168,6 +171,18 @@ def _seconds(value: str, unit: str) -> float:
 
 def _access_resets(match: re.Match[str], ctx: Observation) -> Resolved:
     label = match.group("zone")
+    if label is None:
+        return clock.resolve(
+            clock.Printed(
+                hour=int(match.group("hour")),
+                minute=int(match.group("minute")),
+                meridiem=match.group("meridiem"),
+                as_printed=match.group(0).removeprefix("Access resets at").strip(),
+            ),
+            ctx,
+            PROVIDER,
+            None,
+        )
     printed = clock.Printed(
         hour=int(match.group("hour")),
         minute=int(match.group("minute")),
