@@ -196,7 +196,7 @@ def iso_instant(match: re.Match[str]) -> datetime | None:
             int(fraction),
             tzinfo=timezone(timedelta(minutes=minutes)),
         ).astimezone(UTC)
-    except ValueError:
+    except (ValueError, OverflowError):  # Feb 30, or year 9999 at -14:00 past datetime's end
         return None
 
 

@@ -418,8 +418,8 @@ def epoch_instant(value: float) -> datetime | None:
 def at_instant(
     at: datetime, observed_at: datetime, *, limit: timedelta, resolution_s: int, form: Form
 ) -> Resolved:
-    """An instant the text states whole (an ISO-8601 time with its offset): stale once its
-    interval has passed, out of window beyond the limit."""
+    """An instant the text states whole (an ISO-8601 time with its offset), as an epoch is:
+    stale once it passed more than the grace ago, out of window beyond the limit."""
     if at < observed_at - GRACE:
         return _stale(at, observed_at)
     return _check_ahead(at, observed_at, limit, resolution_s, form)

@@ -137,6 +137,12 @@ FRAGMENTS = (
     "Retrying in 4 seconds… (attempt 1/10)",
     "continuing automatically",
     "Heads up, you have less than 5% of your 5h limit left.",
+    "Your limit will reset at ",
+    "9999-12-31T23:59:59-14:00",
+    "0001-01-01T00:00+14:00",
+    "2026-02-30T10:00:00+09:00",
+    '{"error":"usage_limit_reached","resets_at":"',
+    "Resets by 4:00 AM Friday ",
 )
 
 zone_arguments = st.sampled_from(ZONE_ARGUMENTS + HOST_ZONES[:4])
@@ -195,6 +201,12 @@ ABSURD_BANNERS = (
     '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":null}}',
     '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":true}}',
     '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":[1,2]}}',
+    # ISO-8601 instants at datetime's ends, and a day no calendar has.
+    "Claude usage limit reached. Your limit will reset at 9999-12-31T23:59:59-14:00",
+    "Claude usage limit reached. Your limit will reset at 0001-01-01T00:00+14:00",
+    "Claude usage limit reached. Your limit will reset at 2026-02-30T10:00:00+09:00",
+    '{"error":"usage_limit_reached","resets_at":"9999-12-31T23:59:59-14:00"}',
+    "You've hit your weekly limit · Resets by 4:00 AM Friday Feb 30",
     '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":'
     + "9" * 400
     + "}}",
