@@ -22,6 +22,7 @@ Forms read (the CLI prints 12-hour times in lower case, drops ":00", and names a
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Set as AbstractSet
 from functools import lru_cache
 from typing import Final
@@ -66,9 +67,11 @@ _STOP = Gated(
     # the limit's claim ("5-hour", "weekly", "Opus", "Fable 5", "usage", "individual spend",
     # none at all), read as words and mapped to a scope by _hit_scope, not listed one by one.
     # An owner may stand before the name ("org's monthly usage", "channel's monthly spend").
-    r"|Y(?:(?P<hit>ou(?:'ve)?\s+(?:hit|reached)\s+your\s+(?P<which>(?:[\w.+'-]{1,24}\s+){0,3}?)limit\b"
+    r"|Y(?:(?P<hit>ou(?:'ve|\s+have)?\s+(?:hit|reached)\s+your\s+(?P<which>(?:[\w.+'-]{1,24}\s+){0,3}?)limit\b"
     # Gemini Code Assist's "You've hit your daily limit of requests with Gemini ..." fallback.
-    r"(?!\s+of\s+requests))"
+    r"(?!\s+of\s+requests)"
+    # The Claude apps' "You've hit your limit for Claude messages. Limits will reset at ...".
+    r"(?:\s+for\s+Claude\s+messages\b)?)"
     r"|(?P<extra>ou're\s+out\s+of\s+extra\s+usage\b)"
     r"|(?P<credits_out>ou're\s+out\s+of\s+(?:usage\s+)?credits\b))"
     # The interactive CLI's own line once it waits: "Usage limit reached · set to continue
@@ -88,16 +91,22 @@ _STOP = Gated(
 
 _RESET_LEAD = re.compile(
     # The clause may wrap onto the next line under Claude's indentation.
-    r"[.!]?\s{0,16}(?:[·|-]\s{0,16})?(?:Your\s+limit\s+will\s+reset\s+at|(?:limit\s+)?[Rr]esets(?:\s+at)?"
+    # "Limits will reset at 9:30 AM" is the Claude apps' wording; "Resets by 4:00 AM ..." and
+    # "resets in: 3 hours" are wordings seen beside the CLI's.
+    r"[.!]?\s{0,16}(?:[·|-]\s{0,16})?(?:(?:Your\s+)?[Ll]imits?\s+will\s+reset\s+at"
+    r"|(?:[Ll]imits?\s+)?[Rr]esets?(?:\s+(?:at|by|on))?"
     r"|set\s+to\s+continue\s+automatically\s+at|[Cc]ontinuing\s+automatically\s+at"
     # "· try again in 0 minutes": a wait, read as a duration from observed_at (rule 6).
     r"|try\s+again(?=\s{1,4}in\s))\s{1,4}"
 )
 #: After a spend limit, the window whose reset lifts the stop: "· your weekly limit resets ...".
+#: The clause may stand on a line of its own, a line or two under the banner's head, where a
+#: narrow terminal wraps it (each part bounded: the match stays linear).
 _SPEND_WINDOW = re.compile(
-    r"[^\n]{0,200}?·\s{0,3}your\s+(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit(?=\s+resets\b)"
+    r"[^\n]{0,200}?(?:\n[ \t]{0,16}[^\n]{0,200}?){0,2}?"
+    r"·\s{0,3}your\s+(?P<which>(?:[\w.+-]{1,24}\s+){0,3}?)limit(?=\s+resets\b)"
 )
-_RESET_IN = re.compile(rf"in\s{{1,4}}(?P<duration>{DURATION})")
+_RESET_IN = re.compile(rf"in:?\s{{1,4}}(?P<duration>{DURATION})")
 _NATIVE = re.compile(
     r"will\s+(?:auto-?)?continue|auto-?continu\w*|continue\s+when\s+(?:the\s+)?limit\s+resets"
     # Not the limit menu's offer "2. Wait here, then continue automatically at ...".
@@ -149,6 +158,9 @@ def _reset_clause(
     if lead is None:
         return None
     cursor = lead.end()
+    instant = clock.ISO_INSTANT.match(norm, cursor)
+    if instant:
+        return instant.end(), clock.resolve_iso(instant, ctx, PROVIDER, scope, form="offset_zone")
     within = _RESET_IN.match(norm, cursor)
     if within:
         duration = read_duration(within.group("duration"))
@@ -370,8 +382,15 @@ def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None)
                 PROVIDER, match.start(), match.end(), "credits", "prepaid credit is used up"
             )
         )
+    # The spans follow the banners' order: which one may hold a match is found by bisection,
+    # not by a look at every span (thousands of spend banners stay linear).
+    span_starts = [start for start, _ in spend_spans]
+    span_reach: list[int] = []  # the furthest end among the spans up to each one
+    for _, end in spend_spans:
+        span_reach.append(max(end, span_reach[-1]) if span_reach else end)
     for match in _SPEND.finditer(norm) if _SPEND in opened else ():
-        if any(start <= match.start() < end for start, end in spend_spans):
+        index = bisect_right(span_starts, match.start()) - 1
+        if index >= 0 and match.start() < span_reach[index]:
             continue  # read with its banner above
         found.append(
             findings.no_reset(
@@ -396,6 +415,7 @@ def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None)
         claude_failures.THROTTLE.finditer(norm) if claude_failures.THROTTLE in opened else ()
     ):
         found.append(findings.failure("transient", PROVIDER, match.start(), match.end()))
+    found = _redrawn(norm, found, waiting_starts)
     found.extend(findings.scan_common(text, PROVIDER, _COMMON, opened))
     found.extend(claude_failures.tool_results(text))
     # The waiting line answers no prompt: the empty input box (and its placeholder) stands
@@ -415,6 +435,33 @@ def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None)
             for f in found
         ]
     return found
+
+
+def _redrawn(norm: str, found: list[Finding], waiting_starts: set[int]) -> list[Finding]:
+    """A banner drawn again over the one before it: the next banner starts where the earlier
+    one's reset clause ends, on the same line ("... resets 3pm (UTC)You've hit your limit ·
+    resets 4pm (UTC)"). A capture keeps both once the terminal's cursor moves are stripped;
+    the screen showed only the later one, the CLI's newer word (rule 8: the last printed).
+    The CLI's waiting line after a banner is no redraw: it lends the banner its words."""
+    stops = sorted((f for f in found if f.role == "stop"), key=lambda f: f.start)
+    if len(stops) < 2:
+        return found
+    starts = {f.start for f in stops}
+    redrawn = set()
+    for stop in stops:
+        following = stop.end
+        while following < len(norm) and norm[following] in " \t":
+            following += 1
+        if (
+            following in starts
+            and following not in waiting_starts
+            and following > stop.start
+            and stop.reset is not None
+        ):
+            redrawn.add(stop.start)
+    if not redrawn:
+        return found
+    return [f for f in found if not (f.role == "stop" and f.start in redrawn)]
 
 
 def _waiting_joined(found: list[Finding], waiting_starts: set[int]) -> list[Finding]:

@@ -99,8 +99,13 @@ WARNING = Gated(
 # More work shows too: a tool call ("● Bash(psql ... limit 8)": its words are the agent's, so
 # "limit" in them says nothing), the spinner Claude shows while it works ("✻ Cogitating…
 # (esc to interrupt)"), and a tool's result (tool_results below).
+#
+# A background task's notice ('⏺ Background command "npm run dev" completed (exit code 0)') is
+# the CLI reporting a process started before the banner: no turn ran, so no sign of going on;
+# nor is "● Automatic continue cancelled" (the user pressed Esc at the waiting line).
 WENT_ON = Gated(
     r"^[ \t]{0,4}[⏺●][ \t]{1,3}(?!\d{1,2}\.[ \t])"
+    r"(?!Background\s+(?:command|task|agent|shell|[Bb]ash)\b|Automatic\s+continue\b)"
     r"(?:[A-Z][A-Za-z]{1,30}\((?!\))"
     r"|(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset))\S)"
     r"|Esc to interrupt|esc to interrupt"
@@ -117,13 +122,15 @@ GATES = module_gates(globals())
 #: lines such a glyph leads (lines_led_by), not at every line of a long scrollback.
 _TOOL_RESULT_INDENT = 8
 # A tool's result on a ⎿ line that is no banner, error or interruption, and no line of the
-# CLI's own chrome (a key hint: "⎿  Backgrounded agent (↓ to manage · ctrl+o to expand)").
+# CLI's own chrome (a key hint: "⎿  Backgrounded agent (↓ to manage · ctrl+o to expand)"), nor
+# a hook's output ("⎿  Stop hook feedback: ..."): the CLI runs its Stop hooks when the turn
+# ends, at a limit too, so their lines show no turn.
 # The fold makes ⎿ a space in `norm` (it is drawn like a border), so these lines are found in
 # the original text.
 _TOOL_RESULT = re.compile(
     rf"^[ \t]{{0,{_TOOL_RESULT_INDENT}}}⎿[ \t]{{1,4}}"
     r"(?![^\n]{0,240}?(?:limit|[Ee]rror|failed|[Rr]ate|reset|Interrupted|[Cc]ancel"
-    r"|ctrl\+|shift\+|[↑↓←→] to |to expand\b))\S",
+    r"|ctrl\+|shift\+|[↑↓←→] to |to expand\b|[Hh]ooks?\b))\S",
     re.MULTILINE,
 )
 
@@ -153,6 +160,22 @@ def answered_prompts(text: Text, stops: list[Finding]) -> list[Finding]:
     return found
 
 
+#: A local slash command the user typed ("> /export", "❯ /usage"): its answer on the ⎿ line
+#: under it is the CLI's own, printed without a request to the API, so no turn ran. Not
+#: /compact, which asks the model for a summary.
+_LOCAL_COMMAND = re.compile(r"[ \t]{0,4}[>❯][ \t]{1,3}/(?!compact\b)[\w:-]{1,40}(?:[ \t][^\n]*)?\n")
+
+
+def _answers_local_command(original: str, line_start: int) -> bool:
+    """Whether the ⎿ line at line_start stands right under a local slash command's prompt."""
+    if line_start == 0:
+        return False
+    previous = original.rfind("\n", max(0, line_start - 200), line_start - 1) + 1
+    if previous == 0 and line_start - 1 > 200:
+        return False
+    return _LOCAL_COMMAND.fullmatch(original, previous, line_start) is not None
+
+
 def tool_results(text: Text) -> list[Finding]:
     """The session went on: a tool ran and Claude shows its result on a ⎿ line."""
     original = text.original
@@ -161,7 +184,7 @@ def tool_results(text: Text) -> list[Finding]:
     found = []
     for line_start in lines_led_by(original, "⎿", _TOOL_RESULT_INDENT):
         match = _TOOL_RESULT.match(original, line_start)
-        if match is None:
+        if match is None or _answers_local_command(original, line_start):
             continue
         start = _norm_offset(text, match.start())
         if start is not None:

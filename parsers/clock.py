@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, tzinfo
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from typing import Literal, NamedTuple
 
 from rewake.parsers import timeres
@@ -163,6 +163,70 @@ _TIME_24 = re.compile(TIME_24)
 # The zone may wrap onto the next line under the banner's indentation.
 _ZONE = re.compile(r"\s{0,16}" + ZONE_IN_PARENS)
 _WRAP = re.compile(r"\s*\n\s*")
+#: A date printed after the time: "Resets by 4:00 AM Friday Apr 24", "19:00 Fri, Apr 24".
+_TRAILING_DATE = re.compile(rf"\s{{1,3}}(?:on\s{{1,3}})?(?:{WEEKDAY},?\s{{1,3}})?(?=[A-Z])")
+#: An ISO-8601 instant with its offset: "2026-06-06T15:00:00+09:00", "2026-06-06 06:00Z".
+ISO_INSTANT = re.compile(
+    r"(?P<year>\d{4})-(?P<month>\d{2})-(?P<day>\d{2})[T ](?P<hour>\d{2}):(?P<minute>\d{2})"
+    r"(?::(?P<second>\d{2})(?:\.(?P<fraction>\d{1,9}))?)?"
+    r"(?P<offset>Z|[+-]\d{2}:?\d{2})(?![\d:])"
+)
+
+
+def iso_instant(match: re.Match[str]) -> datetime | None:
+    """The instant an ISO_INSTANT match names; None for a date or offset no calendar has."""
+    offset = match.group("offset")
+    if offset == "Z":
+        minutes = 0
+    else:
+        digits = offset[1:].replace(":", "")
+        minutes = int(digits[:2]) * 60 + int(digits[2:])
+        if int(digits[2:]) > 59 or minutes > 18 * 60:
+            return None
+        minutes = -minutes if offset[0] == "-" else minutes
+    fraction = (match.group("fraction") or "").ljust(6, "0")[:6]
+    try:
+        return datetime(
+            int(match.group("year")),
+            int(match.group("month")),
+            int(match.group("day")),
+            int(match.group("hour")),
+            int(match.group("minute")),
+            int(match.group("second") or 0),
+            int(fraction),
+            tzinfo=timezone(timedelta(minutes=minutes)),
+        ).astimezone(UTC)
+    except (ValueError, OverflowError):  # Feb 30, or year 9999 at -14:00 past datetime's end
+        return None
+
+
+def resolve_iso(
+    match: re.Match[str],
+    ctx: Observation,
+    provider: Provider,
+    scope: str | None,
+    *,
+    form: Form,
+) -> Resolved:
+    """An ISO-8601 instant with its offset, whatever the host's zone. In a structured field it
+    is exact. In text, printed to the minute (no seconds, or ":00", which a writer that cuts
+    seconds prints too), the rest of that minute is its resolution (never early); with
+    seconds other than zero, the second is exact."""
+    at = iso_instant(match)
+    if at is None:
+        return Refusal("unparseable", f"{match.group(0)!r} is no instant")
+    exact = (
+        form == "structured"
+        or bool(match.group("fraction"))
+        or (match.group("second") or "00") != "00"
+    )
+    return timeres.at_instant(
+        at,
+        ctx.observed_at,
+        limit=timeres.window(provider, scope),
+        resolution_s=0 if exact else 60,
+        form=form,
+    )
 
 
 def read_phrase(norm: str, pos: int) -> tuple[int, Printed] | None:
@@ -201,6 +265,16 @@ def read_phrase(norm: str, pos: int) -> tuple[int, Printed] | None:
         cursor = time.end()
     elif not date:
         return None
+    if time and not date and weekday is None:
+        # "Resets by 4:00 AM Friday Apr 24": the date may follow the time.
+        lead = _TRAILING_DATE.match(norm, cursor)
+        after = _DATE.match(norm, lead.end()) if lead else None
+        if lead and after:
+            month = month_number(after.group("month"))
+            day = int(after.group("day"))
+            year = int(after.group("year")) if after.group("year") else None
+            date = after
+            cursor = after.end()
     if date:
         weekday = None  # the date says which day; a weekday before it adds nothing
     elif weekday is not None and hour is None:

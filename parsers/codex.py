@@ -52,8 +52,21 @@ _USAGE_LIMIT = Gated(
 # between the others, and a needle spanning two words would hide that wrapped banner.
 _OUT_OF_MESSAGES = Gated(r"You're\s+out\s+of\s+Codex\s+messages", ("Codex",))
 _LOCALIZED_LIMIT = Gated(
-    r"atingiu o limite|limite de uso|límite de uso|사용 한도에 도달|사용 한도|лимит запросов",
-    ("limite", "límite", "사용 한도", "лимит"),
+    r"atingiu o limite|limite de uso|límite de uso|사용 한도에 도달|사용 한도|лимит запросов"
+    # ja "利用制限に達しました" / "利用上限に達しました", zh "已达到使用上限" / "使用限制".
+    r"|(?:利用|使用)(?:制限|上限)に達しました|已达到使用(?:上限|限制)|已達到使用(?:上限|限制)"
+    r"|Nutzungslimit erreicht|limite d.utilisation|limite di utilizzo",
+    (
+        "limite",
+        "límite",
+        "사용 한도",
+        "лимит",
+        "に達しました",
+        "已达到使用",
+        "已達到使用",
+        "Nutzungslimit",
+        "utilisation",
+    ),
 )
 # How far after the head the retry clause may stand: the longest template is ~200 chars.
 _CLAUSE_REACH = 400
@@ -67,7 +80,9 @@ _TRY_IN = re.compile(rf"[Tt]{wrappable('ry again in')}\s+(?P<duration>{DURATION}
 _TRY_LATER = re.compile(rf"[Tt]{wrappable('ry again later')}")
 _TIMESTAMP = re.compile(
     rf"(?:{MONTH_NAME}\s(?P<day>\d{{1,2}})(?:st|nd|rd|th)?,\s(?P<year>\d{{4}}),?\s(?:at\s)?)?"
-    r"(?P<hour>\d{1,2}):(?P<minute>\d{2})\s?(?P<meridiem>[AP]M)\b"
+    # A 24-hour time after a date ("August 7, 2026 at 21:15"): hours 13-23 or zero-padded.
+    r"(?:(?P<hour>\d{1,2}):(?P<minute>\d{2})\s?(?P<meridiem>[AP]M)\b"
+    r"|(?<=[\s,])(?P<hour24>0\d|1[3-9]|2[0-3]):(?P<minute24>[0-5]\d)(?![\d:]|\s?[AaPp]\.?[Mm]))"
 )
 
 _NO_RESET: tuple[tuple[Gated, str | None, str], ...] = (
@@ -97,6 +112,18 @@ _NO_RESET: tuple[tuple[Gated, str | None, str], ...] = (
         "credits",
         "the free quota is used up",
     ),
+    (
+        # The Codex App's "out of credits" in its other locales: ko, ja, pt and es. Not the
+        # limit banner's way out ("クレジットを追加してください", add credits to continue).
+        Gated(
+            r"크레딧이\s{0,2}(?:부족|소진|모두\s소진|없습니다)"
+            r"|クレジット(?:が|の残高が)(?:不足|なくなり|足りません)"
+            r"|(?:sem|sin)\s+créditos|créditos\s+(?:insuficientes|esgotados|agotados)",
+            ("크레딧", "クレジット", "créditos"),
+        ),
+        "credits",
+        "the workspace is out of credits",
+    ),
 )
 
 _API_RATE_LIMIT = Gated(
@@ -112,7 +139,9 @@ _BODY = Gated(
     r"\"usage_limit_reached\"",
     ('"usage_limit_reached"',),
 )
-_BODY_RESETS_AT = re.compile(r"\"resets_at\"\s{0,4}:\s{0,4}(?P<epoch>\d{9,13})")
+_BODY_RESETS_AT = re.compile(
+    r"\"resets_at\"\s{0,4}:\s{0,4}(?:(?P<epoch>\d{9,13})|\"(?P<iso>[^\"\n]{10,40})\")"
+)
 _BODY_RESETS_IN = re.compile(r"\"resets_in_seconds\"\s{0,4}:\s{0,4}(?P<seconds>\d{1,9})")
 _BODY_REACH = 800
 
@@ -163,6 +192,8 @@ def _timestamp(match: re.Match[str], ctx: Observation, scope: str | None) -> Res
     hour, minute, meridiem, month, day, year = match.group(
         "hour", "minute", "meridiem", "month", "day", "year"
     )
+    if hour is None:
+        hour, minute = match.group("hour24", "minute24")
     printed = clock.Printed(
         hour=int(hour),
         minute=int(minute),
@@ -238,13 +269,25 @@ def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None)
         # The body's own keys follow its type; a resets_at before it belongs to something else.
         reach = min(len(norm), match.end() + _BODY_REACH)
         resets_at = _BODY_RESETS_AT.search(norm, match.end(), reach)
-        if resets_at:
+        instant = (
+            clock.ISO_INSTANT.fullmatch(resets_at.group("iso"))
+            if resets_at and resets_at.group("iso")
+            else None
+        )
+        if resets_at and resets_at.group("epoch"):
             resolved = at_epoch(
                 float(resets_at.group("epoch")),
                 ctx.observed_at,
                 limit=window(PROVIDER, None),
                 form="structured",
             )
+            end = resets_at.end()
+        elif resets_at and instant:
+            # An ISO-8601 instant with its offset in the body's field: as exact as an epoch.
+            resolved = clock.resolve_iso(instant, ctx, PROVIDER, None, form="structured")
+            end = resets_at.end()
+        elif resets_at:
+            resolved = Refusal("unparseable", f"resets_at {resets_at.group('iso')!r}")
             end = resets_at.end()
         else:
             resets_in = _BODY_RESETS_IN.search(norm, match.end(), reach)

@@ -40,12 +40,18 @@ PROVIDER: Final = "gemini"
 _REACH = 400
 
 _USAGE_LIMIT = Gated(
-    r"Usage limit reached for [^\n]{1,80}?\.(?=\s|$)",
+    # With or without the final period: a model's name ends the line when the period is
+    # missing (the dialog's border, folded to spaces, may follow).
+    r"Usage limit reached for (?:[^\n]{1,80}?\.(?=\s|$)"
+    r"|(?:all [\w.-]{1,20} models|[\w.:/-]{2,80})(?=[ \t]*(?:\n|$)))",
     ("Usage limit reached for",),
 )
 _ACCESS_RESETS = Gated(
-    r"Access resets at\s{1,3}(?P<hour>\d{1,2}):(?P<minute>\d{2})\s?(?P<meridiem>[AP]M)\s{1,3}"
-    r"(?P<zone>GMT[+-]\d{1,2}(?::\d{2})?|UTC[+-]\d{1,2}(?::\d{2})?|[A-Z]{2,5})(?![A-Za-z])",
+    r"Access resets at\s{1,3}(?P<hour>\d{1,2}):(?P<minute>\d{2})\s?(?P<meridiem>[AP]M)"
+    # The zone the dialog formats with the time; a dialog that prints none (the overage
+    # menu's "Access resets at 3:45 PM") is read in the host's zone (rule 5).
+    r"(?:\s{1,3}(?P<zone>GMT[+-]\d{1,2}(?::\d{2})?|UTC[+-]\d{1,2}(?::\d{2})?|[A-Z]{2,5})"
+    r"(?![A-Za-z]))?",
     ("Access resets",),
 )
 _RESET_AFTER = Gated(
@@ -58,8 +64,9 @@ _RETRY_IN = Gated(
     ("Please retry in", "Suggested retry after"),
 )
 _RETRY_DELAY = Gated(
-    r"\"retryDelay\"\s{0,4}:\s{0,4}\"(?P<value>\d{1,9}(?:\.\d{1,12})?)(?P<unit>ms|s)\"",
-    ('"retryDelay"',),
+    # Also with its quotes escaped, as a JSON body quoted inside another one prints them.
+    r"\"retryDelay\\{0,3}\"\s{0,4}:\s{0,4}\\{0,3}\"(?P<value>\d{1,9}(?:\.\d{1,12})?)(?P<unit>ms|s)\\{0,3}\"",
+    ('"retryDelay',),
 )
 _LIMIT_ZERO = Gated(
     r"limit:\s{0,4}0(?!\d|\.\d)",
@@ -164,6 +171,18 @@ def _seconds(value: str, unit: str) -> float:
 
 def _access_resets(match: re.Match[str], ctx: Observation) -> Resolved:
     label = match.group("zone")
+    if label is None:
+        return clock.resolve(
+            clock.Printed(
+                hour=int(match.group("hour")),
+                minute=int(match.group("minute")),
+                meridiem=match.group("meridiem"),
+                as_printed=match.group(0).removeprefix("Access resets at").strip(),
+            ),
+            ctx,
+            PROVIDER,
+            None,
+        )
     printed = clock.Printed(
         hour=int(match.group("hour")),
         minute=int(match.group("minute")),

@@ -14,7 +14,7 @@ from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Literal
 
-from rewake.parsers import claude, codex, gemini, structured
+from rewake.parsers import claude, codex, gemini, general, structured
 from rewake.parsers.decide import decide
 from rewake.parsers.findings import Finding, Observation, failure
 from rewake.parsers.grammar import Gated, GateIndex
@@ -31,9 +31,10 @@ _LATEST_OBSERVED = datetime(9000, 1, 1, tzinfo=UTC)
 _Scanner = Callable[[Text, Observation, AbstractSet[Gated] | None], list[Finding]]
 _SCANNERS: dict[str, _Scanner] = {"claude": claude.scan, "codex": codex.scan, "gemini": gemini.scan}
 #: The scanners to run for a given provider argument (None: all of them).
+# The network's failures and credit walls read alike for every CLI: read once, for any.
 _SCANNERS_FOR: dict[str | None, tuple[_Scanner, ...]] = {
-    None: tuple(_SCANNERS.values()),
-    **{name: (scan,) for name, scan in _SCANNERS.items()},
+    None: (*_SCANNERS.values(), general.scan),
+    **{name: (scan, general.scan) for name, scan in _SCANNERS.items()},
 }
 # Which gated patterns a text opens is found once, for every scanner that reads it.
 _ALL_GATES = GateIndex((*claude.GATES, *codex.GATES, *gemini.GATES))

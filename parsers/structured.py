@@ -42,8 +42,30 @@ MAX_JSON_LINE = 1 << 20
 # output shown in a transcript (rule 8), read as text if at all.
 _JSON_LINE = re.compile(r"^\{.*\}[ \t]*$", re.MULTILINE)
 
-#: How many layers of a logger's own JSON may wrap a CLI's event.
-_MAX_WRAPPING = 2
+#: How many layers of a logger's or a harness's own JSON may wrap a CLI's event or error.
+_MAX_WRAPPING = 4
+#: A wrapper's keys whose string is the CLI's own words: its error, or its printed result.
+_OUTPUT_KEYS = frozenset(("error", "result"))
+#: How many items of a wrapper's list are looked into.
+_MAX_LISTED = 64
+#: A wrapper's keys that hold a turn's content, a tool's result or a command's output: what
+#: an agent or a tool said, never the CLI's own banner (rule 8).
+_CONTENT_KEYS = frozenset(
+    (
+        "content",
+        "messages",
+        "text",
+        "prompt",
+        "input",
+        "output",
+        "stdout",
+        "tool_result",
+        "tool_results",
+        "toolUseResult",
+        "tool_use_result",
+        "tool_output",
+    )
+)
 
 _CLAUDE_SCOPES = {
     "five_hour": "five_hour",
@@ -119,10 +141,35 @@ def json_lines(norm: str) -> Iterator[tuple[int, int, dict[str, Any]]]:
 def read(norm: str, ctx: Observation) -> Structured:
     out = Structured(findings=[], messages=[], spans=[])
     for start, end, event in json_lines(norm):
-        # A line of a shape no CLI prints stays visible to the text scanners.
         if _event(event, start, end, ctx, out):
             out.spans.append((start, end))
+        elif (held := _without_content(event, 0)) != event:
+            # A line of a shape no CLI prints is read as text, but not what an agent or a
+            # tool said in it (rule 8): the line is hidden, and the rest of it, decoded,
+            # is read in its place.
+            out.spans.append((start, end))
+            out.messages.append(Message(json.dumps(held, ensure_ascii=False), None, start, end))
+        # Otherwise the line stays visible to the text scanners as it is.
     return out
+
+
+def _without_content(value: Any, depth: int) -> Any:
+    """The JSON value with every content, prompt, input, output and tool-result key left
+    out, as deep as a wrapper's nesting is read; a system row's content is the CLI's and
+    stays."""
+    if depth > _MAX_WRAPPING:
+        return value
+    if isinstance(value, dict) and "system" in (value.get("type"), value.get("role")):
+        return value  # the CLI's own notice, its words under `content` too
+    if isinstance(value, dict):
+        return {
+            key: _without_content(item, depth + 1)
+            for key, item in value.items()
+            if key not in _CONTENT_KEYS
+        }
+    if isinstance(value, list):
+        return [_without_content(item, depth + 1) for item in value[:_MAX_LISTED]]
+    return value
 
 
 def _text(value: Any) -> str | None:
@@ -156,6 +203,10 @@ def _event(
             out.messages.append(Message(message, owner, start, end, failed_result=True))
         elif isinstance(event.get("error"), dict):
             _error_body(event["error"], start, end, out)
+        elif message := _text(event.get("error")):
+            # A wrapper's result that carries the CLI's error text as a string: the words
+            # decide whose it is and what kind (another CLI's banner is read as that CLI's).
+            out.messages.append(Message(message, owner, start, end, failed_result=True))
         else:
             out.findings.append(failure("other_failure", None, start, end))
     elif kind == "assistant":
@@ -212,14 +263,45 @@ def _event(
     elif isinstance(event.get("error"), dict):
         _error_body(event["error"], start, end, out)
     elif depth < _MAX_WRAPPING:
-        # A log line that wraps the CLI's event: {"captured_at": ..., "event": {...}}.
-        inner = [
-            v for v in event.values() if isinstance(v, dict) and isinstance(v.get("type"), str)
-        ]
-        return any([_event(value, start, end, ctx, out, depth + 1) for value in inner])
+        # A log line that wraps the CLI's event: {"captured_at": ..., "event": {...}}, or a
+        # harness's result holding the CLI's error a few levels down.
+        return _wrapped(event, start, end, ctx, out, depth)
     else:
         return False
     return True
+
+
+def _wrapped(
+    event: dict[str, Any], start: int, end: int, ctx: Observation, out: Structured, depth: int
+) -> bool:
+    """A wrapper's own object: the CLI events it nests are read as events, and an error field
+    at any depth as the CLI's live words (an error's message is never the model talking);
+    turn content, tool results and their output are not descended into (rule 8). False when
+    the wrapper holds nothing read, so its line stays visible to the text scanners."""
+    read = False
+    for key, value in event.items():
+        if key in _CONTENT_KEYS:
+            continue
+        if key in _OUTPUT_KEYS and (message := _text(value)) and " " in message.strip():
+            # A word alone ("usage_limit_reached") is a code the text scanners read in the
+            # line itself, beside the fields that go with it. A wrapper's `result` string is
+            # the CLI's printed output (`claude -p` prints its banner there): read as the
+            # line's text was before the wrapper was decoded, so hiding the line loses none.
+            out.messages.append(Message(message, None, start, end))
+            read = True
+            continue
+        items = value[:_MAX_LISTED] if isinstance(value, list) else [value]
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            if isinstance(item.get("type"), str):
+                read = _event(item, start, end, ctx, out, depth + 1) or read
+            elif key == "error" and _text(item.get("message")):
+                _error_body(item, start, end, out)
+                read = True
+            elif depth + 1 < _MAX_WRAPPING:
+                read = _wrapped(item, start, end, ctx, out, depth + 1) or read
+    return read
 
 
 def _api_error_row(event: dict[str, Any]) -> bool:

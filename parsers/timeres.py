@@ -415,6 +415,16 @@ def epoch_instant(value: float) -> datetime | None:
     return datetime.fromtimestamp(value, UTC)
 
 
+def at_instant(
+    at: datetime, observed_at: datetime, *, limit: timedelta, resolution_s: int, form: Form
+) -> Resolved:
+    """An instant the text states whole (an ISO-8601 time with its offset), as an epoch is:
+    stale once it passed more than the grace ago, out of window beyond the limit."""
+    if at < observed_at - GRACE:
+        return _stale(at, observed_at)
+    return _check_ahead(at, observed_at, limit, resolution_s, form)
+
+
 def at_epoch(value: float, observed_at: datetime, *, limit: timedelta, form: Form) -> Resolved:
     """An epoch (or a structured field holding one): exact, stale once passed."""
     at = epoch_instant(value)

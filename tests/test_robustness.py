@@ -13,6 +13,7 @@ import random
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -136,6 +137,12 @@ FRAGMENTS = (
     "Retrying in 4 seconds… (attempt 1/10)",
     "continuing automatically",
     "Heads up, you have less than 5% of your 5h limit left.",
+    "Your limit will reset at ",
+    "9999-12-31T23:59:59-14:00",
+    "0001-01-01T00:00+14:00",
+    "2026-02-30T10:00:00+09:00",
+    '{"error":"usage_limit_reached","resets_at":"',
+    "Resets by 4:00 AM Friday ",
 )
 
 zone_arguments = st.sampled_from(ZONE_ARGUMENTS + HOST_ZONES[:4])
@@ -194,6 +201,12 @@ ABSURD_BANNERS = (
     '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":null}}',
     '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":true}}',
     '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":[1,2]}}',
+    # ISO-8601 instants at datetime's ends, and a day no calendar has.
+    "Claude usage limit reached. Your limit will reset at 9999-12-31T23:59:59-14:00",
+    "Claude usage limit reached. Your limit will reset at 0001-01-01T00:00+14:00",
+    "Claude usage limit reached. Your limit will reset at 2026-02-30T10:00:00+09:00",
+    '{"error":"usage_limit_reached","resets_at":"9999-12-31T23:59:59-14:00"}',
+    "You've hit your weekly limit · Resets by 4:00 AM Friday Feb 30",
     '{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":'
     + "9" * 400
     + "}}",
@@ -368,6 +381,114 @@ def test_thousands_of_banners_end_in_a_stop() -> None:
     assert verdict.kind == "provider_quota"
 
 
+# --------------------------------------------------------------------------- surroundings
+
+CORPUS = Path(__file__).parent / "corpus"
+
+
+def claude_stops_with_a_reset() -> list[tuple[str, str, dict[str, Any]]]:
+    """Corpus cases whose text is Claude's banner (not JSON) read as a stop with a reset."""
+    found = []
+    for spec_path in sorted(CORPUS.glob("*/*.json")):
+        if spec_path.parent.name == "templates":
+            continue
+        spec = json.loads(spec_path.read_text(encoding="utf-8"))
+        expected = spec["expected"]
+        text = spec_path.with_suffix(".txt").read_bytes().decode("utf-8")
+        if (
+            expected["provider"] == "claude"
+            and expected["kind"] == "provider_quota"
+            and expected["reset_at"] is not None
+            and "{" not in text
+            and len(text) < 4 * KiB
+        ):
+            found.append((f"{spec_path.parent.name}/{spec_path.stem}", text, spec))
+    return found
+
+
+STOPS = claude_stops_with_a_reset()
+
+#: What a wrapper, a shell or the CLI itself prints around a banner without the session
+#: going on: a shell's exit lines, a background task's notice, a local slash command's answer.
+AFTER_BANNER = {
+    "shell-exit": "\n$ echo $?\n1\n$ ",
+    "exit-lines": (
+        "\nExit code 1\n[process exited with code 1]\nError: Process completed with exit code 1."
+    ),
+    "background-notice": '\n\n⏺ Background command "npm run dev" completed (exit code 0)',
+    "local-command": "\n\n> /export\n  ⎿  Conversation exported to: 2026-07-25-conversation.txt",
+    "stop-hook": "\n  ⎿  Stop hook feedback:\n     [~/.claude/hooks/notify.sh]: exit code 1",
+}
+#: What stands before a banner pasted at the head of a transcript or a shell session.
+BEFORE_BANNER = {
+    "shell-command": "$ ./agent.sh --resume\n",
+    "blank-lines": "\n\n",
+}
+
+
+def surroundings(text: str) -> dict[str, str]:
+    """The text reshaped as terminals and pastes reshape it, the banner's words unchanged:
+    each " · " clause moved onto a line of its own (one wrap at a time), noise after the
+    banner, and a paste's head before it."""
+    shaped = {}
+    at = text.find(" · ")
+    while at >= 0:
+        shaped[f"clause-own-line-{at}"] = f"{text[:at]}\n  · {text[at + 3 :]}"
+        at = text.find(" · ", at + 1)
+    for name, after in AFTER_BANNER.items():
+        shaped[f"then-{name}"] = text + after
+    for name, before in BEFORE_BANNER.items():
+        shaped[f"after-{name}"] = before + text
+    shaped["pasted-between"] = BEFORE_BANNER["shell-command"] + text + AFTER_BANNER["shell-exit"]
+    return shaped
+
+
+def reading(verdict: Verdict) -> dict[str, Any]:
+    """What a verdict says, without where its evidence stands in the text."""
+    fields = verdict.to_json()
+    fields.pop("evidence")
+    if fields["refusal"] is not None:
+        fields["refusal"] = fields["refusal"]["code"]
+    return fields
+
+
+@pytest.mark.parametrize("stop", STOPS, ids=[case_id for case_id, _, _ in STOPS])
+def test_surroundings_never_change_a_stop(stop: tuple[str, str, dict[str, Any]]) -> None:
+    """A Claude banner read as a stop reads the same with a clause wrapped onto its own line,
+    at the head of a pasted transcript, and followed by a shell's or a tool's exit lines."""
+    _, text, spec = stop
+    observed_at = datetime.fromisoformat(spec["observed_at"])
+
+    def read(shaped: str) -> dict[str, Any]:
+        verdict = parsers.parse(
+            shaped, observed_at=observed_at, zone=spec["zone"], provider=spec["provider"]
+        )
+        assert_well_formed(verdict, shaped)
+        return reading(verdict)
+
+    as_captured = read(text)
+    changed = {
+        name: read(shaped)
+        for name, shaped in surroundings(text).items()
+        if read(shaped) != as_captured
+    }
+    assert changed == {}, as_captured
+
+
+def test_surroundings_reshape_only_the_lines() -> None:
+    """The reshapings keep the banner's words and add only lines around them or a break
+    before a clause."""
+    text = "You've hit your org's monthly spend limit · ask your admin · your weekly limit resets"
+    shaped = surroundings(text)
+    assert sum(name.startswith("clause-own-line") for name in shaped) == 2
+    for name, variant in shaped.items():
+        if name.startswith("clause-own-line"):
+            assert variant.replace("\n  · ", " · ") == text
+        else:
+            assert text in variant
+    assert len(STOPS) > 50  # the corpus holds many banners to reshape
+
+
 # --------------------------------------------------------------------------- contract edges
 
 
@@ -416,6 +537,29 @@ GROWING: dict[str, Callable[[int], str]] = {
     ),
     "gemini_dialogs": lambda n: (
         "Usage limit reached for gemini-2.5-pro.\nAccess resets at 2:55 PM PST.\n" * (n * 10)
+    ),
+    "network_and_credit_walls": lambda n: (
+        (
+            "API Error: Connection error. (getaddrinfo ENOTFOUND api.anthropic.com)\n"
+            "TypeError: terminated [cause]: BodyTimeoutError: Body Timeout Error\n"
+            "API Error: Usage credits required for 1M context · run /usage-credits\n"
+        )
+        * (n * 10)
+    ),
+    "unknown_json_with_content": lambda n: (
+        '{"runner":"ci","data":{"transcript":[{"role":"assistant","content":'
+        '"You\'ve hit your limit \\u00b7 resets 3pm (UTC)"}]}}\n' * (n * 10)
+    ),
+    "nested_wrappers": lambda n: (
+        '{"job":"x","run":{"events":[{"kind":"e","payload":{"error":'
+        '"You\'ve hit your limit \\u00b7 resets 3pm (UTC)"}}]}}\n' * (n * 10)
+    ),
+    "spend_limits_wrapped": lambda n: (
+        (
+            "You've hit your monthly spend limit · ask your admin " + "x" * 150 + "\n"
+            "  · your weekly limit resets Jul 29, 8:33pm (UTC)\n"
+        )
+        * (n * 10)
     ),
 }
 

@@ -52,9 +52,9 @@ _PLAIN_STOP = re.compile(
     r"|(?P<session>[Ss]ession\s+limit\s+reached)"
     r"|(?P<weekly>(?:(?:Opus|Sonnet|Fable|Haiku)\s+)?[Ww]eekly\s+limit\s+reached)"
     r"|(?P<monthly>[Mm]onthly\s+limit\s+reached)"
-    r"|(?P<hit>You(?:'ve)?\s+(?:hit|reached)\s+your\s+"
+    r"|(?P<hit>You(?:'ve|\s+have)?\s+(?:hit|reached)\s+your\s+"
     r"(?P<which>(?:[\w.+'-]{1,24}\s+){0,3}?)limit\b"
-    r"(?!\s+of\s+requests))"
+    r"(?!\s+of\s+requests)(?:\s+for\s+Claude\s+messages\b)?)"
     r"|(?P<extra>You're\s+out\s+of\s+extra\s+usage\b)"
     r"|(?P<credits_out>You're\s+out\s+of\s+(?:usage\s+)?credits\b)"
     r"|(?P<legacy>Claude(?:\s+(?:AI|Max|Pro))?\s+usage\s+limit\s+reached\b)"
@@ -97,6 +97,7 @@ def test_literal_first_stop_pattern_reads_as_the_plain_one() -> None:
         "Usage limit reached again · set to continue automatically at 4pm\n"
         "You've hit your org's monthly usage limit\n"
         "Opus  nearly weekly limit reached\nSonnet\n  weekly limit reached\n"
+        "You've hit your limit for Claude messages. Limits will reset at 9:30 AM.\n"
     )
     texts = [heads] + [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
     for text in texts:
