@@ -157,9 +157,13 @@ async def put_auto_resume(
 ) -> JSONResponse:
     mark = await services.database.write(
         lambda db: marks.set_auto_resume(
-            db, root_id, enabled=body.enabled, despite_native=body.despite_native, ctx=ctx,
+            db,
+            root_id,
+            enabled=body.enabled,
+            despite_native=body.despite_native,
+            ctx=ctx,
             fresh_if_missing=body.fresh_if_missing,
-        )  # fmt: skip
+        )
     )
     log_event(
         logger, "auto_resume_set", root_id=root_id, enabled=body.enabled, state=mark["state"],

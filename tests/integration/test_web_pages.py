@@ -52,7 +52,11 @@ def test_a_conversation_not_saved_offers_no_button_and_says_why(
     the reason and the command that starts the task afresh, on the list and the session page;
     the CLI's words beside it stay escaped."""
     body = failure(
-        message=GEMINI_QUOTA, provider="gemini", conversation_saved=False, cli_text="<b>quota</b>", account_key=root_id
+        message=GEMINI_QUOTA,
+        provider="gemini",
+        conversation_saved=False,
+        cli_text="<b>quota</b>",
+        account_key=root_id,
     )
     http.post(runs_url(root_id), json=body)
     for page in (

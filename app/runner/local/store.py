@@ -370,9 +370,13 @@ class LocalStore:
         check_id(root_id, "root_id")
         return self._run(
             lambda db, ctx: marks.set_auto_resume(
-                db, root_id, enabled=enabled, despite_native=despite_native, ctx=ctx,
+                db,
+                root_id,
+                enabled=enabled,
+                despite_native=despite_native,
+                ctx=ctx,
                 fresh_if_missing=fresh_if_missing,
-            ),  # fmt: skip
+            ),
             write=True,
         )
 

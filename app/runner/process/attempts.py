@@ -471,8 +471,10 @@ class Runner:
             self._say("  auto-resume not armed: it would resume a conversation that does not "
                       "exist; only --fresh-if-missing arms a fresh start")  # fmt: skip
         # The store refuses a plain resume of it (conversation_not_saved), not the fresh start.
-        if self.options.auto_resume or offer.get("available") or (
-            offer.get("code") == "conversation_not_saved"
+        if (
+            self.options.auto_resume
+            or offer.get("available")
+            or (offer.get("code") == "conversation_not_saved")
         ):
             self._say(f"  start the task afresh in {self.record.cwd} after the reset: "
                       f"rewake auto-resume {name} on --fresh-if-missing")  # fmt: skip
