@@ -261,9 +261,6 @@ def run_auto_resume(args: argparse.Namespace) -> int:
             words = views.refusal_words(error.code, error.detail)
             print(printable(f"rewake auto-resume: refused ({error.code}): {words}"),
                   file=sys.stderr)  # fmt: skip
-            if error.code == "conversation_not_saved":
-                print(f"Arm the fresh start instead: rewake auto-resume {args.name} on "
-                      "--fresh-if-missing", file=sys.stderr)  # fmt: skip
             return Exit.REFUSED
         asked = args.fresh_if_missing or not enabled
         if asked and (said := _set_fresh_if_missing(args.name, enabled)) is not None:
