@@ -25,6 +25,10 @@ CODES: dict[str, tuple[int, str]] = {
     ),
     "reset_not_stated": (409, "the limit message states no reset time"),
     "native_auto_continue": (409, "the CLI continues by itself; send despite_native to arm anyway"),
+    "conversation_not_saved": (
+        409,
+        "the CLI saved no conversation to resume; send fresh_if_missing to arm a fresh start",
+    ),
     "attempt_already_resumed": (409, "this attempt had a resume already; it is never repeated"),
     "session_cancelled": (409, "the session was cancelled; cancel is final"),
     "session_active": (409, "only a finished or cancelled session can be deleted"),

@@ -224,6 +224,8 @@ QUOTA_LATER = "You've hit your session limit · resets 6:40pm (Europe/Berlin)"  
 PASSED = "You've hit your session limit · resets 2:00pm (Europe/Berlin)"  # 13:00Z, 5 min ago
 STALE = "You've hit your session limit · resets 1:00pm (Europe/Berlin)"  # 65 min ago: stale
 NOT_STATED = "5 hour limit reached"
+#: Gemini CLI's capacity message (a relative reset: 16:39Z from 13:05Z).
+GEMINI_QUOTA = "You have exhausted your capacity on this model. Your quota will reset after 3h34m."
 NO_RESET = "Credit balance too low · Add funds: https://console.anthropic.com/settings/billing"
 LOGIN = "Not logged in · Run /login"
 NATIVE = (  # 6pm CET is 17:00Z; the CLI says it continues by itself

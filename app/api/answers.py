@@ -150,6 +150,10 @@ class Failure(Answer):
     cli_text_from: int | None = Field(description="where `cli_text` starts in the stored one")
     cli_text_stored_chars: int | None = Field(description="characters of the stored cli_text")
     cli_text_url: str | None = Field(description="the whole stored cli_text, as text/plain")
+    conversation_saved: bool | None = Field(
+        description="false when the report said the CLI saved no conversation to resume; null "
+        "when it did not say"
+    )
     verdict: Verdict
     banner: Banner
     warnings: list[FieldWarning]

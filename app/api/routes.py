@@ -50,6 +50,7 @@ ARM_REFUSALS = (
     "attempt_already_resumed",
     "reset_not_stated",
     "native_auto_continue",
+    "conversation_not_saved",
 )
 
 
@@ -156,7 +157,12 @@ async def put_auto_resume(
 ) -> JSONResponse:
     mark = await services.database.write(
         lambda db: marks.set_auto_resume(
-            db, root_id, enabled=body.enabled, despite_native=body.despite_native, ctx=ctx
+            db,
+            root_id,
+            enabled=body.enabled,
+            despite_native=body.despite_native,
+            ctx=ctx,
+            fresh_if_missing=body.fresh_if_missing,
         )
     )
     log_event(

@@ -35,6 +35,14 @@ class AutoResumeBody(Body):
 
     enabled: StrictBool
     despite_native: StrictBool = False
+    fresh_if_missing: StrictBool = Field(
+        default=False,
+        description=(
+            "arm even though the failure says the CLI saved no conversation "
+            "(conversation_saved: false): the resume is to start the task afresh in its work "
+            "directory, as `rewake auto-resume NAME on --fresh-if-missing` does"
+        ),
+    )
 
 
 class ResolveBody(Body):

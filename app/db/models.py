@@ -135,6 +135,9 @@ class FailureRow(SQLModel, table=True):
     events: list[Any] | None = Field(default=None, sa_type=JSON, nullable=True)
     #: What the CLI showed about how the attempt ended, for display only (never parsed).
     cli_text: str | None = Field(default=None, sa_type=Text, nullable=True)
+    #: False when the CLI saved no conversation for the attempt (nothing to resume in place);
+    #: None when the report did not say.
+    conversation_saved: bool | None = Field(default=None, sa_type=Boolean, nullable=True)
     body_hash: str = _short(nullable=False, length=64)
     answer: dict[str, Any] = Field(sa_type=JSON, nullable=False)
     reported_by: str = _short(nullable=False)

@@ -47,10 +47,16 @@ class OfferFacts:
     refusal_detail: str | None
     native_auto_continue: bool
     attempt_resumed_before: bool
+    #: The report's word that the CLI saved no conversation (False), or None: not known.
+    conversation_saved: bool | None = None
 
 
-def auto_resume_refusal(facts: OfferFacts, *, despite_native: bool) -> DomainError | None:
-    """Why auto-resume cannot be armed for the session's current failure, or None if it can."""
+def auto_resume_refusal(
+    facts: OfferFacts, *, despite_native: bool, fresh_if_missing: bool = False
+) -> DomainError | None:
+    """Why auto-resume cannot be armed for the session's current failure, or None if it can.
+    `fresh_if_missing`: the arming accepts that the resume starts the task afresh when there
+    is no conversation to continue, as the CLI's `--fresh-if-missing` does."""
     if facts.cancelled:
         return DomainError("session_cancelled", "the session was cancelled")
     if not facts.has_failure:
@@ -72,6 +78,13 @@ def auto_resume_refusal(facts: OfferFacts, *, despite_native: bool) -> DomainErr
         return DomainError("not_paused_on_provider_limit", why)
     if facts.reset_at is None:
         return reset_not_stated(facts.refusal_code, facts.refusal_detail)
+    if facts.conversation_saved is False and not fresh_if_missing:
+        return DomainError(
+            "conversation_not_saved",
+            "the CLI saved no conversation for this attempt (the model never answered in it), "
+            "so a resume has nothing to continue; send fresh_if_missing: true to arm a resume "
+            "that starts the task afresh",
+        )
     if facts.native_auto_continue and not despite_native:
         return DomainError(
             "native_auto_continue",

@@ -71,6 +71,7 @@ def facts_for(
         refusal_detail=_refusal_detail(failure),
         native_auto_continue=failure.native_auto_continue if failure else False,
         attempt_resumed_before=resumed_before,
+        conversation_saved=failure.conversation_saved if failure else None,
     )
 
 
@@ -91,9 +92,17 @@ def require_session(db: Session, root_id: str, ctx: Context, *, lock: bool) -> S
 
 
 def set_auto_resume(
-    db: Session, root_id: str, *, enabled: bool, despite_native: bool, ctx: Context
+    db: Session,
+    root_id: str,
+    *,
+    enabled: bool,
+    despite_native: bool,
+    ctx: Context,
+    fresh_if_missing: bool = False,
 ) -> JSON:
-    """Arm or disable auto-resume for the session's current failure; repeating changes nothing."""
+    """Arm or disable auto-resume for the session's current failure; repeating changes nothing.
+    `fresh_if_missing` arms a failure whose CLI saved no conversation: the resumer is to start
+    the task afresh (the timeline's mark_armed event says so)."""
     session = require_session(db, root_id, ctx, lock=True)
     live = mark_repo.live_mark(db, root_id)
     # Neither arming nor disabling changes these facts: the answer's offer is read from them.
@@ -113,7 +122,9 @@ def set_auto_resume(
         and (live.run_id, live.attempt) == (failure.run_id, failure.attempt)
     ):
         return _view(db, root_id, live, facts, ctx)
-    refusal = auto_resume_refusal(facts, despite_native=despite_native)
+    refusal = auto_resume_refusal(
+        facts, despite_native=despite_native, fresh_if_missing=fresh_if_missing
+    )
     if refusal is not None:
         raise refusal
     assert failure is not None and failure.reset_at is not None
@@ -146,8 +157,14 @@ def set_auto_resume(
         ctx.now,
         "mark_armed",
         actor=ctx.actor,
-        detail={"due_at": iso(mark.due_at), "despite_native": despite_native},
-    )
+        detail={
+            "due_at": iso(mark.due_at),
+            "despite_native": despite_native,
+            # Only when it counted: the failure said nothing was saved, so the resume starts afresh.
+            **({"fresh_start": True} if fresh_if_missing and failure.conversation_saved is False
+               else {}),
+        },
+    )  # fmt: skip
     return _view(db, root_id, mark, facts, ctx)
 
 

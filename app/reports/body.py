@@ -56,6 +56,15 @@ class FailureBody(Body):
     capture: Literal["live", "scrollback"] | None = None
     account_key: str | None = Field(default=None, max_length=200)
     halted: StrictBool = False
+    conversation_saved: StrictBool | None = Field(
+        default=None,
+        description=(
+            "false when the CLI saved no conversation for this attempt, so that resuming it in "
+            "place has nothing to continue (Gemini CLI saves one only once the model answered); "
+            "auto-resume is then refused unless armed with fresh_if_missing. Absent or null: "
+            "not known, the usual case"
+        ),
+    )
     cli_text: str | None = Field(
         default=None,
         description=(
@@ -96,5 +105,6 @@ class FailureBody(Body):
             account_key=self.account_key,
             halted=self.halted,
             cli_text=self.cli_text,
+            conversation_saved=self.conversation_saved,
             warnings=tuple(self._warnings),
         )

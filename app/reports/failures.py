@@ -59,6 +59,9 @@ class FailureReport:
     #: What the CLI showed about how the attempt ended (its error events' texts): stored and
     #: shown, never parsed (docs/design.md rule 8).
     cli_text: str | None = None
+    #: False when the CLI saved no conversation for this attempt (nothing to resume in place);
+    #: None when not known.
+    conversation_saved: bool | None = None
     #: What reading the optional fields changed or dropped (rewake.reports.fields).
     warnings: tuple[FieldWarning, ...] = ()
 
@@ -82,6 +85,8 @@ class FailureReport:
             # Left out when absent, so that a report stored before the field existed keeps its
             # fingerprint; when sent, other words are another body (409), never silently lost.
             body["cli_text"] = self.cli_text
+        if self.conversation_saved is not None:
+            body["conversation_saved"] = self.conversation_saved  # left out when absent, as above
         text = json.dumps(body, sort_keys=True, ensure_ascii=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -281,6 +286,7 @@ def _failure_row(read: ReadReport, ctx: Context) -> FailureRow:
         capture=report.capture,
         events=read.events,
         cli_text=clean_text(report.cli_text) if report.cli_text else None,
+        conversation_saved=report.conversation_saved,
         body_hash=read.fingerprint,
         answer={},
         reported_by=ctx.actor,

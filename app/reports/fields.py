@@ -63,6 +63,7 @@ def read_optional_fields(body: Mapping[str, Any]) -> tuple[dict[str, Any], list[
         "failure_kind", body.get("failure_kind"), FAILURE_KINDS, warnings
     )
     fields["halted"] = _halted(body.get("halted"), warnings)
+    fields["conversation_saved"] = _conversation_saved(body.get("conversation_saved"), warnings)
     fields["events"] = _events(body.get("events"), warnings)
     fields["cli_text"] = _cli_text(body.get("cli_text"), warnings)
     return fields, warnings
@@ -191,6 +192,30 @@ def _halted(value: Any, warnings: list[FieldWarning]) -> bool:
         )
     )
     return True
+
+
+def _conversation_saved(value: Any, warnings: list[FieldWarning]) -> bool | None:
+    """true or false; a recognisable spelling with a warning; anything else is dropped (not
+    known), which is what a report without the field says: only a plain `false` is taken as
+    the CLI's word that nothing was saved, and a doubtful one never blocks a resume."""
+    if value is None or isinstance(value, bool):
+        return value
+    spelled = value.strip().lower() if isinstance(value, str) else None
+    said = _quote(value) if isinstance(value, str) else _kind(value)
+    if spelled in _TRUE or spelled in _FALSE:
+        read = spelled in _TRUE
+        warnings.append(
+            FieldWarning("conversation_saved", "normalized", f"{said} read as {str(read).lower()}")
+        )
+        return read
+    warnings.append(
+        FieldWarning(
+            "conversation_saved",
+            "wrong_type" if not isinstance(value, str) else "not_allowed",
+            f"{said} is not true or false; ignored (read as not known)",
+        )
+    )
+    return None
 
 
 def _events(value: Any, warnings: list[FieldWarning]) -> list[Any] | None:

@@ -24,6 +24,10 @@ REFUSAL_REASONS: dict[str, str] = {
     "attempt_already_resumed": (
         "this attempt's auto-resume already ran or was overtaken; a resume is never repeated"
     ),
+    "conversation_not_saved": (
+        "the CLI saved no conversation for this attempt (the model never answered in it), so "
+        "a resume would have nothing to continue; only a fresh start of the task can follow"
+    ),
     "session_cancelled": "the session was cancelled, which is final",
     "recovery_in_progress": (
         "a resume for this session is being sent right now; wait for its outcome"

@@ -171,6 +171,7 @@ def failure_json(
         "cli_text_from": cli_text.start if cli_text is not None else None,
         "cli_text_stored_chars": cli_text.chars if cli_text is not None else None,
         "cli_text_url": f"{url}/failure/cli_text" if cli_text is not None else None,
+        "conversation_saved": failure.conversation_saved,
         "verdict": failure.verdict,
         "banner": failure_banner(failure, ctx),
         "warnings": failure.answer.get("warnings", []),

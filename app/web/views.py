@@ -25,6 +25,12 @@ REFUSAL_WORDS: dict[str, str] = {
     "native_auto_continue": as_sentence(
         f"{REFUSAL_REASONS['native_auto_continue']}; turn auto-resume on anyway only if it does not"
     ),
+    # The page arms no fresh start (re-running the task is the user's choice, made where the
+    # work directory is): it names the command that does.
+    "conversation_not_saved": as_sentence(
+        f"{REFUSAL_REASONS['conversation_not_saved']}; to start the task afresh after the "
+        "reset, arm that on the command line: rewake auto-resume NAME on --fresh-if-missing"
+    ),
     "mark_not_uncertain": "The mark was settled meanwhile; reload to see how.",
     "mark_ambiguous": "Several resumes are uncertain; settle them from the API, naming each.",
     "session_deleted": "The session was deleted.",
@@ -301,6 +307,10 @@ def action_for(session_state: str, mark: JSON, *, blocked: bool = False) -> Acti
         return ActionView("none")
     if code == "attempt_already_resumed":  # the mark's outcome says what happened
         return ActionView("none", code=code, reason=REFUSAL_WORDS[code])
+    if code == "conversation_not_saved":  # the API's detail names a JSON field: not for a page
+        words = REFUSAL_WORDS[code]
+        reason = f"Auto-resume is not offered: {words[:1].lower()}{words[1:]}"
+        return ActionView("none", code=code, reason=reason)
     if blocked:
         return ActionView("none", code=code, reason=BLOCKED_REASON)
     reason = refusal_words(code, offer.get("detail"))

@@ -111,14 +111,18 @@ def test_gemini_limit_on_the_first_request_offers_only_a_fresh_start(run_env: Ru
     assert "rewake run --resume g3 --fresh-if-missing" in done.stdout
     assert "rewake auto-resume g3 on\n" not in done.stdout
     assert run_env.record("g3")["conversation_saved"] is False
-    assert run_env.session("g3")["mark"]["state"] is None
+    session = run_env.session("g3")
+    assert session["mark"]["state"] is None
+    assert attempts_of(session)[0]["failure"]["conversation_saved"] is False
+    assert session["mark"]["offer"]["code"] == "conversation_not_saved"
 
 
 def test_auto_resume_on_for_a_gemini_session_with_nothing_saved_arms_nothing(
     run_env: RunEnv,
 ) -> None:
     """`rewake auto-resume NAME on` for a Gemini session whose first request hit the limit
-    arms nothing (exit 3) and names the fresh start, before any sweeper question."""
+    arms nothing (exit 3) and names the fresh start, before any sweeper question; with
+    `--fresh-if-missing` the store arms it."""
     run_env.scenario({"do": "limit"})
     run_env.rewake("run", "--name", "g7", "--", "gemini", "-p", "fix the tests")
     refused = run_env.rewake("auto-resume", "g7", "on", "--anyway")
@@ -126,6 +130,9 @@ def test_auto_resume_on_for_a_gemini_session_with_nothing_saved_arms_nothing(
     assert "not armed: gemini saved no conversation for g7" in refused.stderr
     assert "rewake auto-resume g7 on --fresh-if-missing" in refused.stderr
     assert run_env.session("g7")["mark"]["state"] is None
+    fresh = run_env.rewake("auto-resume", "g7", "on", "--fresh-if-missing", "--anyway")
+    assert fresh.returncode == 0, fresh.stdout + fresh.stderr
+    assert run_env.session("g7")["mark"]["state"] == "armed"
 
 
 def test_gemini_auto_resume_without_a_saved_conversation_is_not_armed(run_env: RunEnv) -> None:

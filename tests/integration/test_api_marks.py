@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 import httpx
 import pytest
 from conftest import (
+    GEMINI_QUOTA,
     LOGIN,
     NATIVE,
     NO_RESET,
@@ -151,6 +152,47 @@ def test_despite_native_arms_anyway(http: httpx.Client, root_id: str) -> None:
         True,
         "2026-11-30T17:00:00Z",
     )
+
+
+def test_a_conversation_not_saved_is_refused_unless_armed_as_a_fresh_start(
+    http: httpx.Client, root_id: str
+) -> None:
+    """A limit whose report says the CLI saved no conversation is offered no plain resume (409
+    conversation_not_saved, in the answer's offer, the mark's offer and the PUT); arming it
+    with fresh_if_missing works, and the timeline says it is a fresh start."""
+    body = failure(message=GEMINI_QUOTA, provider="gemini", conversation_saved=False)
+    answer = http.post(runs_url(root_id), json=body).json()
+    assert (answer["failure_kind"], answer["auto_resume"]["available"]) == ("provider_quota", False)
+    assert answer["auto_resume"]["code"] == "conversation_not_saved"
+    assert http.get(mark_url(root_id)).json()["offer"]["code"] == "conversation_not_saved"
+    refused = arm(http, root_id)
+    assert refused.status_code == 409
+    problem = refused.json()
+    assert problem["code"] == "conversation_not_saved"
+    assert "saved no conversation" in problem["detail"]
+    assert "fresh_if_missing" in problem["detail"]
+    session = http.get(f"/api/agent/runs/{root_id}").json()
+    assert session["runs"][0]["attempts"][0]["failure"]["conversation_saved"] is False
+    mark = arm(http, root_id, fresh_if_missing=True)
+    assert (mark.status_code, mark.json()["state"]) == (200, "armed")
+    timeline = http.get(f"/api/agent/runs/{root_id}").json()["timeline"]
+    [armed] = [event for event in timeline if event["event"] == "mark_armed"]
+    assert armed["detail"]["fresh_start"] is True
+
+
+def test_fresh_if_missing_changes_nothing_for_a_saved_conversation(
+    http: httpx.Client, root_id: str
+) -> None:
+    """A report that says the conversation was saved (or says nothing) arms as always, and
+    fresh_if_missing does not mark it a fresh start."""
+    http.post(runs_url(root_id), json=failure(conversation_saved=True))
+    assert arm(http, root_id).status_code == 200
+    http.put(mark_url(root_id), json={"enabled": False})
+    http.post(runs_url(root_id, "r2"), json=failure())
+    assert arm(http, root_id, fresh_if_missing=True).status_code == 200
+    timeline = http.get(f"/api/agent/runs/{root_id}").json()["timeline"]
+    armed = [event for event in timeline if event["event"] == "mark_armed"]
+    assert len(armed) == 2 and all("fresh_start" not in e["detail"] for e in armed)
 
 
 def test_disable_clears_and_a_disabled_mark_may_be_armed_again(

@@ -45,6 +45,9 @@ def stored_failure(http: httpx.Client, root_id: str) -> dict[str, Any]:
         ({"halted": "maybe"}, "not_allowed", {"halted": True}),
         ({"events": {"type": "result"}}, "wrong_type", {}),
         ({"cli_text": ["limit"]}, "wrong_type", {"cli_text": None}),
+        ({"conversation_saved": "no"}, "normalized", {"conversation_saved": False}),
+        ({"conversation_saved": "gone"}, "not_allowed", {"conversation_saved": None}),
+        ({"conversation_saved": [False]}, "wrong_type", {"conversation_saved": None}),
         (
             {"cli_text": "API Error\x00\ud800"},
             "unstorable_text",

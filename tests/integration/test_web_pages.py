@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import ALICE, LOGIN, NOT_STATED, PASSED, QUOTA, Api, failure, runs_url
+from conftest import ALICE, GEMINI_QUOTA, LOGIN, NOT_STATED, PASSED, QUOTA, Api, failure, runs_url
 
 from rewake.marks import sweep as sweeper
 from rewake.security.browser import COOKIE
@@ -43,6 +43,36 @@ def test_a_refused_offer_has_no_button_and_says_why(http: httpx.Client, root_id:
         "Auto-resume is not offered: the limit message states no reset time, so rewake cannot "
         "tell when to resume. rewake says: the reset time was not stated"
     ) in card
+
+
+def test_a_conversation_not_saved_offers_no_button_and_says_why(
+    http: httpx.Client, root_id: str
+) -> None:
+    """A Gemini limit whose CLI saved no conversation gets no "Turn auto-resume on" button but
+    the reason and the command that starts the task afresh, on the list and the session page;
+    the CLI's words beside it stay escaped."""
+    body = failure(
+        message=GEMINI_QUOTA,
+        provider="gemini",
+        conversation_saved=False,
+        cli_text="<b>quota</b>",
+        account_key=root_id,
+    )
+    http.post(runs_url(root_id), json=body)
+    for page in (
+        http.get("/", params={"account_key": root_id}, headers=HTML).text,
+        http.get(f"/sessions/{root_id}", headers=HTML).text,
+    ):
+        card = _card(page, root_id)
+        assert "Turn auto-resume on" not in card and 'data-action="arm"' not in card
+        assert 'data-code="conversation_not_saved"' in card
+        assert (
+            "Auto-resume is not offered: the CLI saved no conversation for this attempt (the "
+            "model never answered in it), so a resume would have nothing to continue"
+        ) in card
+        assert "rewake auto-resume NAME on --fresh-if-missing" in card
+        assert "fresh_if_missing: true" not in card  # the API's words name a JSON field
+        assert "<b>quota</b>" not in page
 
 
 @pytest.mark.parametrize(

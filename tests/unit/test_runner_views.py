@@ -298,6 +298,28 @@ def test_refusal_words_do_not_repeat_a_detail_that_only_restates_the_code() -> N
     assert halted.endswith("(the run was halted)")
 
 
+def test_a_conversation_not_saved_reads_as_the_cli_flag_not_the_api_field() -> None:
+    """The store's refusal of a Gemini limit with nothing saved names its JSON field; the
+    terminal says why and names --fresh-if-missing instead."""
+    from datetime import UTC, datetime
+
+    from rewake.marks.rules import OfferFacts, auto_resume_refusal
+
+    facts = OfferFacts(
+        cancelled=False, has_failure=True, run_paused_at_failure=True,
+        failure_kind="provider_quota", halted=False,
+        reset_at=datetime(2026, 11, 30, 16, 40, tzinfo=UTC), refusal_code=None,
+        refusal_detail=None, native_auto_continue=False, attempt_resumed_before=False,
+        conversation_saved=False,
+    )  # fmt: skip
+    refused = auto_resume_refusal(facts, despite_native=False)
+    assert refused is not None and refused.code == "conversation_not_saved"
+    assert auto_resume_refusal(facts, despite_native=False, fresh_if_missing=True) is None
+    words = views.refusal_words(refused.code, refused.detail)
+    assert "saved no conversation" in words and "--fresh-if-missing" in words
+    assert "fresh_if_missing:" not in words
+
+
 def test_a_local_store_answers_as_of_the_commands_clock_in_the_state_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -243,7 +243,8 @@ def run_auto_resume(args: argparse.Namespace) -> int:
                   "--fresh-if-missing", file=sys.stderr)  # fmt: skip
             return Exit.REFUSED
         unfired = store.sweepers_warnings() if enabled and not args.anyway else []
-        if unfired and _would_arm(store.get_mark(args.name), despite_native=args.despite_native):
+        if unfired and _would_arm(store.get_mark(args.name), despite_native=args.despite_native,
+                                  fresh=args.fresh_if_missing):  # fmt: skip
             # Arming would say "on" and nothing would ever resume it: say so, and the fix.
             print(printable(f"rewake auto-resume: not armed: {'; '.join(unfired)}, so nothing "
                             f"would resume {args.name}."), file=sys.stderr)  # fmt: skip
@@ -251,8 +252,9 @@ def run_auto_resume(args: argparse.Namespace) -> int:
             return Exit.REFUSED
         try:
             mark = store.set_auto_resume(
-                args.name, enabled=enabled, despite_native=args.despite_native
-            )
+                args.name, enabled=enabled, despite_native=args.despite_native,
+                fresh_if_missing=enabled and args.fresh_if_missing,
+            )  # fmt: skip
         except StoreError as error:
             if error.status != 409:
                 raise
@@ -273,13 +275,17 @@ def run_auto_resume(args: argparse.Namespace) -> int:
     return _with_store("auto-resume", now, work)
 
 
-def _would_arm(mark: Mapping[str, Any], *, despite_native: bool) -> bool:
+def _would_arm(mark: Mapping[str, Any], *, despite_native: bool, fresh: bool = False) -> bool:
     """Whether `auto-resume on` would arm a new mark: the offer stands (or only the CLI's own
-    continuation stands in its way, and --despite-native was given) and no mark is live. A
-    refusal is left to the store, which says why in its own words."""
+    continuation stands in its way, and --despite-native was given, or only the missing saved
+    conversation, and --fresh-if-missing was) and no mark is live. A refusal is left to the
+    store, which says why in its own words."""
     offer = mark.get("offer") or {}
-    stands = offer.get("available") or (
-        despite_native and offer.get("code") == "native_auto_continue"
+    code = offer.get("code")
+    stands = (
+        offer.get("available")
+        or (despite_native and code == "native_auto_continue")
+        or (fresh and code == "conversation_not_saved")
     )
     return bool(stands) and not mark.get("enabled")
 

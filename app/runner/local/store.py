@@ -68,7 +68,12 @@ class Store(Protocol):
     def record_attempt(self, root_id: str, run_id: str, attempt: int, status: str) -> JSON: ...
 
     def set_auto_resume(
-        self, root_id: str, *, enabled: bool, despite_native: bool = False
+        self,
+        root_id: str,
+        *,
+        enabled: bool,
+        despite_native: bool = False,
+        fresh_if_missing: bool = False,
     ) -> JSON: ...
 
     def get_mark(self, root_id: str) -> JSON: ...
@@ -195,8 +200,17 @@ class HttpStore:
         payload = {"attempt": attempt, "status": status}
         return self._call("POST", f"/{root_id}/runs/{run_id}/attempts", json=payload)
 
-    def set_auto_resume(self, root_id: str, *, enabled: bool, despite_native: bool = False) -> JSON:
+    def set_auto_resume(
+        self,
+        root_id: str,
+        *,
+        enabled: bool,
+        despite_native: bool = False,
+        fresh_if_missing: bool = False,
+    ) -> JSON:
         payload = {"enabled": enabled, "despite_native": despite_native}
+        if fresh_if_missing:  # sent only when asked: a service of an older rewake ignores it
+            payload["fresh_if_missing"] = True
         return self._call("PUT", f"/{root_id}/auto-resume", json=payload)
 
     def get_mark(self, root_id: str) -> JSON:
@@ -345,11 +359,23 @@ class LocalStore:
             write=True,
         )
 
-    def set_auto_resume(self, root_id: str, *, enabled: bool, despite_native: bool = False) -> JSON:
+    def set_auto_resume(
+        self,
+        root_id: str,
+        *,
+        enabled: bool,
+        despite_native: bool = False,
+        fresh_if_missing: bool = False,
+    ) -> JSON:
         check_id(root_id, "root_id")
         return self._run(
             lambda db, ctx: marks.set_auto_resume(
-                db, root_id, enabled=enabled, despite_native=despite_native, ctx=ctx
+                db,
+                root_id,
+                enabled=enabled,
+                despite_native=despite_native,
+                ctx=ctx,
+                fresh_if_missing=fresh_if_missing,
             ),
             write=True,
         )

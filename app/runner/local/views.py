@@ -46,6 +46,9 @@ REFUSALS: dict[str, str] = {
     "native_auto_continue": (
         f"{REFUSAL_REASONS['native_auto_continue']}; add --despite-native to arm anyway"
     ),
+    "conversation_not_saved": (
+        f"{REFUSAL_REASONS['conversation_not_saved']}; add --fresh-if-missing to arm that"
+    ),
 }
 
 
@@ -71,7 +74,13 @@ def at(value: Any, now: datetime, zone: tzinfo | None) -> str:
 #: Codes whose detail from the store only restates the code (in the API's terms, such as
 #: "send despite_native"): their words here say it all, so the detail is not repeated.
 GENERIC_DETAIL = frozenset(
-    {"attempt_already_resumed", "native_auto_continue", "session_cancelled", "recovery_in_progress"}
+    {
+        "attempt_already_resumed",
+        "native_auto_continue",
+        "session_cancelled",
+        "recovery_in_progress",
+        "conversation_not_saved",  # its detail names the API's field, not the CLI's flag
+    }
 )
 
 

@@ -385,6 +385,9 @@ class Runner:
                 return None
             body = failure_body(finished, verdict, attempt=attempt,
                                 provider=self.provider.name, zone=self.options.zone)  # fmt: skip
+            if self.nothing_saved:
+                # The store then offers no plain resume, only one armed as a fresh start.
+                body["conversation_saved"] = False
             answer = self.store.report_failure(root, run, body)
         except StoreError as refused:
             self._say(f"rewake: the attempt was not recorded: {refused}", error=True)
@@ -442,7 +445,9 @@ class Runner:
             self._say(f"  note: {self._nothing_saved_words()}; the auto-resume starts the task "
                       f"afresh in {self.record.cwd} (--fresh-if-missing)")  # fmt: skip
         try:
-            mark = self.store.set_auto_resume(name, enabled=True)
+            mark = self.store.set_auto_resume(
+                name, enabled=True, fresh_if_missing=self.nothing_saved
+            )
         except StoreError as refused:
             self._say(f"  auto-resume not armed: {refused.detail} ({refused.code})")
             return None
@@ -465,7 +470,12 @@ class Runner:
         if self.options.auto_resume:
             self._say("  auto-resume not armed: it would resume a conversation that does not "
                       "exist; only --fresh-if-missing arms a fresh start")  # fmt: skip
-        if self.options.auto_resume or offer.get("available"):
+        # The store refuses a plain resume of it (conversation_not_saved), not the fresh start.
+        if (
+            self.options.auto_resume
+            or offer.get("available")
+            or (offer.get("code") == "conversation_not_saved")
+        ):
             self._say(f"  start the task afresh in {self.record.cwd} after the reset: "
                       f"rewake auto-resume {name} on --fresh-if-missing")  # fmt: skip
         else:
