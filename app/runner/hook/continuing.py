@@ -27,7 +27,7 @@ from rewake.runner.hook.payload import (
     root_id_for,
 )
 from rewake.runner.local import records
-from rewake.runner.local.store import JSON, Store, StoreError
+from rewake.runner.local.store_base import JSON, Store, StoreError
 from rewake.runner.process.guard import SessionLock
 
 #: Mark states in which the headless resume is, or may be, running (see guard.py).

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -123,6 +122,8 @@ def ensure_dir(path: Path) -> Path:
 
 
 def _write_atomically(path: Path, data: Any) -> Path:
+    import tempfile  # only a write needs it: the hook, on most prompts, only looks
+
     ensure_dir(path.parent)
     try:
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")

@@ -29,7 +29,7 @@ from rewake.printable import printable
 from rewake.runner.local import records
 from rewake.runner.local.providers import Provider, valid_cli_id
 from rewake.runner.local.records import RunRecord
-from rewake.runner.local.store import JSON, Store, StoreError
+from rewake.runner.local.store_base import JSON, Store, StoreError
 from rewake.runner.process.guard import SessionLock
 from rewake.runner.process.notices import pause_notice
 from rewake.runner.process.outcome import Classified, classify, failure_body
