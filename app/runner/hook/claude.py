@@ -173,7 +173,7 @@ def run_hook(
             "UserPromptSubmit or SessionStart"
         )
         return result
-    tail = read_transcript_tail(hook.transcript_path)
+    tail = read_transcript_tail(hook.transcript_path, env)
     if tail.problem:
         result.say(f"note: {tail.problem}; reporting the error text alone")
     root_id = result.root_id = root_id_for(hook.session_id)
