@@ -11,8 +11,9 @@ what a coding CLI needs, the names in REWAKE_PASS_ENV, and what `rewake run --re
 to record the resume; never the API tokens, the webhook secret or the notify URL.
 
 The program is started in its own session and given `grace_s` to fail: exiting 0 or still
-running then is `done` (the resume started); exiting non-zero is `failed`; a program that cannot
-be started is `failed` with nothing sent.
+running then is `done` (the resume started); exiting 7 (`rewake run --resume-of` found the
+conversation moved on since the failed attempt, and started nothing) is `superseded`; exiting
+otherwise non-zero is `failed`; a program that cannot be started is `failed` with nothing sent.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from datetime import datetime
 
 from rewake.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note
 from rewake.executors.templates import TemplateError, check_template, fill
+from rewake.exits import Exit
 from rewake.spawn_env import command_environment
 
 
@@ -122,6 +124,12 @@ class CommandExecutor:
             return Outcome("done", "spawned", f"pid {child.pid} still running")
         if status == 0:
             return Outcome("done", "exit_0", f"pid {child.pid} exited 0")
+        if status == Exit.SUPERSEDED:
+            return Outcome(
+                "superseded", "attempt_moved_on", f"pid {child.pid} exited {status}: the "
+                "conversation moved on since the failed attempt (its CLI continued it, or a "
+                "person did); nothing was resumed",
+            )  # fmt: skip
         return Outcome("failed", f"exit_{status}", f"pid {child.pid} exited {status}")
 
     def lookup(self, delivery: Delivery, now: datetime) -> Lookup | None:

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from rewake.instants import instant, local_clock
 from rewake.printable import printable
 from rewake.reports.banners import describe_wait
 from rewake.reports.session_json import JSON, current_failure
-from rewake.runner.local import records
+from rewake.runner.local import conversations, records
 from rewake.runner.local.hostzone import host_zone
 from rewake.runner.local.providers import (
     PROVIDERS,
@@ -344,11 +345,48 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
     env = agent_environment(os.environ)
 
     def work(store: Store) -> int:
+        if (moved := _moved_on(store, record, env)) is not None:
+            lock.release()
+            print(printable(f"rewake run: mark {mark_id} not resumed: {moved}"), file=sys.stderr)
+            records.save(replace(record, extra={**record.extra, "superseded": {
+                "mark_id": mark_id, "attempt": record.attempt, "reason": moved}}))  # fmt: skip
+            return Exit.SUPERSEDED
         return _run_resume(store, record, lock, rest, auto=bool(record.extra.get("auto_resume")),
                            wait=False, fresh_allowed=record.fresh_if_missing,
                            env=env)  # fmt: skip
 
     return _with_store(work)
+
+
+def _moved_on(store: Store, record: RunRecord, env: dict[str, str]) -> str | None:
+    """Why the conversation must not be resumed, when it moved on since the failed attempt:
+    the CLI's own store shows a turn after it, or an open interactive CLI holds it
+    (rewake.runner.local.conversations). None to resume. When the store cannot tell, the
+    documented default is to resume (rewake is the net for a conversation nobody continues),
+    and this says so on stderr."""
+    session = store.get_session(record.root_id)
+    since = _failed_at(session, record)
+    if since is None:
+        print(f"rewake run: the failure of attempt {record.attempt} has no time on record; "
+              "resuming without looking for a later turn", file=sys.stderr)  # fmt: skip
+        return None
+    found = conversations.check(record.provider, record.cli_session_id, since, env)
+    if found.state == "unknown":
+        print(printable(f"rewake run: cannot tell whether the conversation moved on "
+                        f"({found.reason}); resuming, the default"), file=sys.stderr)  # fmt: skip
+    return found.reason if found.state == "moved_on" else None
+
+
+def _failed_at(session: JSON, record: RunRecord) -> datetime | None:
+    """When the failure of `record`'s current attempt was observed."""
+    for run in session.get("runs") or []:
+        if run.get("run_id") != record.run_id:
+            continue
+        for attempt in run.get("attempts") or []:
+            failure = attempt.get("failure") if attempt.get("attempt") == record.attempt else None
+            if isinstance(failure, dict) and isinstance(failure.get("observed_at"), str):
+                return datetime.fromisoformat(failure["observed_at"].replace("Z", "+00:00"))
+    return None
 
 
 def _run_resume(
