@@ -32,7 +32,7 @@ from rewake.instants import instant, local_clock
 from rewake.printable import printable
 from rewake.reports.banners import describe_wait
 from rewake.reports.session_json import JSON, current_failure
-from rewake.runner.local import conversations, records
+from rewake.runner.local import records
 from rewake.runner.local.hostzone import host_zone
 from rewake.runner.local.providers import (
     PROVIDERS,
@@ -43,7 +43,13 @@ from rewake.runner.local.providers import (
 )
 from rewake.runner.local.records import RecordError, RunRecord
 from rewake.runner.local.store import Store, StoreError, check_id, open_store
-from rewake.runner.process.attempts import MANUAL_PROMPT, Options, Runner, Step
+from rewake.runner.process.attempts import (
+    MANUAL_PROMPT,
+    Options,
+    Runner,
+    Step,
+    conversation_moved_on,
+)
 from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_refusal
 from rewake.runner.process.notices import announcer_from_env
 from rewake.runner.process.supervise import ProgramNotFound
@@ -359,34 +365,12 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
 
 
 def _moved_on(store: Store, record: RunRecord, env: dict[str, str]) -> str | None:
-    """Why the conversation must not be resumed, when it moved on since the failed attempt:
-    the CLI's own store shows a turn after it, or an open interactive CLI holds it
-    (rewake.runner.local.conversations). None to resume. When the store cannot tell, the
-    documented default is to resume (rewake is the net for a conversation nobody continues),
-    and this says so on stderr."""
-    session = store.get_session(record.root_id)
-    since = _failed_at(session, record)
-    if since is None:
-        print(f"rewake run: the failure of attempt {record.attempt} has no time on record; "
-              "resuming without looking for a later turn", file=sys.stderr)  # fmt: skip
-        return None
-    found = conversations.check(record.provider, record.cli_session_id, since, env)
-    if found.state == "unknown":
-        print(printable(f"rewake run: cannot tell whether the conversation moved on "
-                        f"({found.reason}); resuming, the default"), file=sys.stderr)  # fmt: skip
-    return found.reason if found.state == "moved_on" else None
+    """Why the conversation must not be resumed (rewake.runner.process.attempts)."""
 
+    def say(line: str) -> None:
+        print(printable(f"rewake run: {line}"), file=sys.stderr)
 
-def _failed_at(session: JSON, record: RunRecord) -> datetime | None:
-    """When the failure of `record`'s current attempt was observed."""
-    for run in session.get("runs") or []:
-        if run.get("run_id") != record.run_id:
-            continue
-        for attempt in run.get("attempts") or []:
-            failure = attempt.get("failure") if attempt.get("attempt") == record.attempt else None
-            if isinstance(failure, dict) and isinstance(failure.get("observed_at"), str):
-                return datetime.fromisoformat(failure["observed_at"].replace("Z", "+00:00"))
-    return None
+    return conversation_moved_on(store, record, env, say=say)
 
 
 def _run_resume(

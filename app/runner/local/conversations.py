@@ -63,6 +63,18 @@ def check(
     return Continuation("unknown", f"rewake cannot read {provider}'s session store")
 
 
+def failed_at(session: Mapping[str, Any], run_id: str, attempt: int) -> datetime | None:
+    """When the failure of `attempt` of run `run_id` was observed, from the session's JSON."""
+    for run in session.get("runs") or []:
+        if not isinstance(run, dict) or run.get("run_id") != run_id:
+            continue
+        for each in run.get("attempts") or []:
+            failure = each.get("failure") if isinstance(each, dict) else None
+            if each.get("attempt") == attempt and isinstance(failure, dict):
+                return _stamp(failure.get("observed_at"))
+    return None
+
+
 # --------------------------------------------------------------------------- Claude Code
 
 
