@@ -10,6 +10,9 @@ continue the conversation exactly once, and the mark's outcome says who did:
 - (a) a model limit, menu answered "Wait here": Claude continues; its continuation runs the
   UserPromptSubmit hook, which clears rewake's mark (`cleared`), or, when rewake's mark falls due
   first, the resume finds the open session and stands down (`superseded`);
+- (b) a model limit, menu answered "Stop and wait", the session left open: Claude does not
+  continue, and a headless Claude beside it would be a second writer, so rewake types the
+  resume into its tmux pane, after checking the pane shows Claude at its prompt (`done`);
 - (c) a five-hour limit under a day ahead: Claude continues by itself; rewake arms nothing;
 - (d) a model limit, the session closed before the reset: rewake resumes headless (`done`).
 
@@ -99,6 +102,8 @@ def run_case(tmp_path: Path, claim: str, menu: str | None, *, close: bool) -> di
         session["continuations"] = len(continuations(mock))
         session["screen"] = screen
         session["sweeper_log"] = (box.root / "sweeper.log").read_text()
+        hook_log = box.root / "state" / "hook.log"
+        session["hook_log"] = hook_log.read_text() if hook_log.exists() else ""
         return session
 
 
@@ -109,6 +114,18 @@ def test_wait_here_claude_continues_and_rewake_stands_down(tmp_path: Path) -> No
     mark = session.get("mark") or {}
     assert session["continuations"] == 1, (session["screen"], session["sweeper_log"])
     assert mark.get("state") in ("cleared", "superseded"), (mark, session["sweeper_log"])
+
+
+def test_stop_and_wait_rewake_types_the_resume_into_the_pane(tmp_path: Path) -> None:
+    """(b) Opus limit, "Stop and wait" chosen, the session open: rewake types the resume into
+    that Claude's pane; one continuation, the mark done."""
+    session = run_case(tmp_path, "seven_day_opus", "1", close=False)
+    mark = session.get("mark") or {}
+    assert session["continuations"] == 1, (session["screen"], session["sweeper_log"])
+    assert mark.get("state") == "done", (mark, session["sweeper_log"], session["screen"])
+    # The continuation is the interactive Claude's (its UserPromptSubmit hook recorded the
+    # typed resume), not a headless one (whose hook would have stayed silent).
+    assert "continued by hand (UserPromptSubmit): attempt 2 started" in session["hook_log"]
 
 
 def test_five_hour_limit_claude_continues_by_itself(tmp_path: Path) -> None:

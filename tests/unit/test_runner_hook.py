@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -611,3 +612,22 @@ def test_the_pause_notice_says_what_resumes_the_session(
                   announce=sent.append)  # fmt: skip
     assert [notice.title for notice in sent] == [f"Paused · provider limit · {ROOT}"]
     assert sent[0].body.splitlines()[1].startswith(expected)
+
+
+def test_the_resume_rewake_typed_into_the_session_is_let_through(tmp_path: Path) -> None:
+    """Mark sending because rewake typed the resume into this very session (the record notes
+    the prompt): that prompt is not blocked, it records the next attempt started, and the note
+    is used once; any other prompt meanwhile is still blocked."""
+    assert fire(tmp_path, limit_payload(tmp_path, "a1")).armed
+    set_mark_state(tmp_path, "sending")
+    env = {"REWAKE_STATE_DIR": str(tmp_path / "state")}
+    record = records.load(ROOT, env)
+    assert record is not None
+    typed = "Continue the task from where it stopped."
+    records.save(replace(record, extra={**record.extra, records.TYPED_RESUME: typed}), env)
+    assert fire(tmp_path, {**PROMPT, "prompt": "something else"}).blocked
+    result = fire(tmp_path, {**PROMPT, "prompt": typed})
+    assert not result.blocked and result.attempt == 2
+    assert attempt_statuses(tmp_path) == ["failed", "started"]
+    after = records.load(ROOT, env)
+    assert after is not None and records.TYPED_RESUME not in after.extra

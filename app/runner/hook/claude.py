@@ -119,6 +119,7 @@ def resume_record(
     extra.update(origin="hook", hook_failure_key=failure_key(tail))
     # A new failure: the next prompt typed by hand continues it, so it must be looked at again.
     extra.pop(CONTINUED, None)
+    extra.pop(records.TYPED_RESUME, None)
     extra["auto_resume"] = auto_resume or bool(extra.get("auto_resume"))
     base = old or records.RunRecord(root_id, RUN_ID, PROVIDER, cwd="", args=[])
     return replace(

@@ -46,6 +46,10 @@ class Continuation:
 
     state: State
     reason: str
+    #: The interactive CLI process that holds the conversation open, if one does.
+    holder_pid: int | None = None
+    #: Whether that process continues the conversation by itself ("Wait here").
+    continues_itself: bool = False
 
 
 def check(
@@ -152,7 +156,7 @@ def _held(holder: Holder, *, waits: bool = False) -> Continuation:
         why = "a second Claude beside it would be two writers on one conversation"
     return Continuation(
         "moved_on", f"an open Claude Code (pid {holder.pid}) holds this conversation and "
-        f"continues it: {why}; rewake starts no headless Claude",
+        f"continues it: {why}; rewake starts no headless Claude", holder.pid, waits,
     )  # fmt: skip
 
 

@@ -77,6 +77,11 @@ class RunRecord:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: The record's note of a resume prompt rewake typed into the open interactive CLI that holds
+#: the conversation: the hook lets that prompt through while the mark is still sending.
+TYPED_RESUME = "typed_resume"
+
+
 def nothing_saved(record: RunRecord) -> str | None:
     """Why the record's conversation cannot be resumed, in words: its CLI saves one only once
     the model answered, and no attempt got an answer (a Gemini session whose first request

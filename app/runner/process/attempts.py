@@ -256,8 +256,9 @@ class Runner:
             )
             if moved is not None:
                 # Claimed and sending: the mark ends superseded, and nothing is started.
-                finish(waited, self.options.clock(), "superseded", "attempt_moved_on", moved)
-                self._say(f"■ mark {waited.delivery.mark_id} not resumed: {moved}")
+                finish(waited, self.options.clock(), "superseded", "attempt_moved_on",
+                       moved.reason)  # fmt: skip
+                self._say(f"■ mark {waited.delivery.mark_id} not resumed: {moved.reason}")
                 if self.options.lock is not None:
                     self.options.lock.release()
                 return Exit.SUPERSEDED
@@ -487,7 +488,7 @@ class Runner:
 
 def conversation_moved_on(
     store: Store, record: RunRecord, env: Mapping[str, str], *, say: Callable[[str], None]
-) -> str | None:
+) -> conversations.Continuation | None:
     """Why the conversation must not be resumed, when it moved on since the failed attempt:
     the CLI's own store shows a turn after it, or an open interactive CLI holds it
     (rewake.runner.local.conversations). None to resume. When the store cannot tell, the
@@ -503,7 +504,7 @@ def conversation_moved_on(
     if found.state == "unknown":
         say(f"cannot tell whether the conversation moved on ({found.reason}); resuming, "
             "the default")  # fmt: skip
-    return found.reason if found.state == "moved_on" else None
+    return found if found.state == "moved_on" else None
 
 
 def _none_verdict() -> Verdict:
