@@ -149,11 +149,15 @@ def test_session_closed_before_the_reset_rewake_resumes_headless(tmp_path: Path)
 def wait_armed(box: Box, name: str, process: subprocess.Popen[str], timeout: float) -> str:
     """The CLI's conversation id once `rewake run` has armed the mark (its record has it)."""
     from rewake.runner.local import records
+    from rewake.runner.local.store_base import StoreError
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and process.poll() is None:
         record = records.load(name, {"REWAKE_STATE_DIR": str(box.root / "state")})
-        mark = (session_of(box, name).get("mark") or {}) if record else {}
+        try:
+            mark = (session_of(box, name).get("mark") or {}) if record else {}
+        except StoreError:  # the record is saved before the first attempt is recorded
+            mark = {}
         if record is not None and record.cli_session_id and mark.get("state") == "armed":
             return record.cli_session_id
         time.sleep(0.5)
