@@ -1,7 +1,9 @@
 """The `rewake` command.
 
-`rewake parse` must start fast, so the commands are a table of modules and only the module
-of the command asked for is imported (every one for `--help` or a mistyped command).
+Every prompt typed in Claude Code waits for `rewake hook`, and `rewake parse` must start fast,
+so the commands are a table of modules and only the module of the command asked for is
+imported. `--help`, `--version` and a mistyped command import none: the table's one-line
+summaries stand in for the commands (a test holds them equal to each command's own help).
 """
 
 from __future__ import annotations
@@ -36,6 +38,24 @@ COMMANDS: dict[str, str] = {
     "logs": "rewake.runner.commands.manage",
 }
 
+#: Each command's line in `rewake --help`: the help its module registers it with.
+SUMMARIES: dict[str, str] = {
+    "parse": "parse CLI output into a Verdict (JSON)",
+    "serve": "run the HTTP API and a sweeper (upgrades the schema first)",
+    "sweep": "fire due auto-resume marks (run beside the API, any number of replicas)",
+    "migrate": "upgrade the database schema to this version's",
+    "run": "run claude, codex or gemini headless; record limits; resume once after the reset",
+    "hook": "report an interactive Claude Code session's failed turn, or its continuation",
+    "ls": "list sessions: state, reset, resume due, mark",
+    "show": "one session: banner, countdowns, mark, timeline",
+    "auto-resume": "turn auto-resume on or off for a session paused on a limit",
+    "doctor": "check the CLIs' flags, the store, the sweeper and the state dir",
+    "setup": "install the sweeper as a user service, or rewake's hooks into Claude Code",
+    "cancel": "cancel a session (final; clears its armed mark)",
+    "rm": "delete a finished or cancelled session (a tombstone is kept)",
+    "resolve": "settle a session's uncertain mark: the resume was done, or not sent",
+    "logs": "print a session's attempt log (the latest)",
+}
 
 #: The shells shtab writes completion scripts for.
 SHELLS = ("bash", "zsh", "tcsh")
@@ -78,27 +98,28 @@ def complete_session_names(parser: argparse.ArgumentParser) -> None:
 
 
 class PrintCompletion(argparse.Action):
-    """Prints the completion script that shtab generates from the whole parser, then exits.
-    shtab is imported only here, as a command's module is: it costs `rewake parse` a tenth of
-    its start-up."""
+    """Prints the completion script that shtab generates from the whole parser (every command
+    registered by its module, with its options), then exits. shtab is imported only here, as a
+    command's module is: it costs `rewake parse` a tenth of its start-up."""
 
     def __call__(
         self, parser: argparse.ArgumentParser, _ns: argparse.Namespace, shell: Any, _opt: Any = None
     ) -> None:
         shtab = importlib.import_module("shtab")
-        complete_session_names(parser)
-        print(shtab.complete(parser, shell=shell, preamble=SESSION_PREAMBLE))
+        full = build_parser(every=True)
+        complete_session_names(full)
+        print(shtab.complete(full, shell=shell, preamble=SESSION_PREAMBLE))
         parser.exit(0)
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The `rewake` parser with `command` registered, or every command when it names none."""
+def build_parser(command: str | None = None, *, every: bool = False) -> argparse.ArgumentParser:
+    """The `rewake` parser with `command` registered by its module; when `command` names none,
+    every command by its summary alone, or (`every`) by its module."""
     parser = argparse.ArgumentParser(
         prog="rewake",
         description="Resume AI coding CLI runs exactly once, when their usage limit resets.",
     )
     parser.add_argument("--version", action="version", version=f"rewake {__version__}")
-    # `--print-completion` names no command, so every command is registered before it prints.
     parser.add_argument(
         "--print-completion",
         choices=SHELLS,
@@ -107,9 +128,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         "--print-completion bash)`)",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    modules = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
-    for module in modules:
-        importlib.import_module(module).register(commands)
+    if command in COMMANDS:
+        importlib.import_module(COMMANDS[command]).register(commands)
+    elif every:
+        for module in dict.fromkeys(COMMANDS.values()):
+            importlib.import_module(module).register(commands)
+    else:
+        for name, summary in SUMMARIES.items():
+            commands.add_parser(name, help=summary)
     return parser
 
 
@@ -132,8 +158,8 @@ def _seal() -> int | None:
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     # The first word that is no option is the command; the one top-level option with a value,
-    # --print-completion, is followed by a shell's name, which is no command: every command
-    # is then registered, as the completion script needs.
+    # --print-completion, is followed by a shell's name, which is no command (its action
+    # builds the whole parser itself).
     command = next((word for word in arguments if not word.startswith("-")), None)
     if command in SEALED and arguments == sys.argv[1:]:
         # Before the service's modules load, which the re-executed image loads again.

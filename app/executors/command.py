@@ -17,9 +17,11 @@ sweeper's own environment says of REWAKE_URL, REWAKE_TOKEN or REWAKE_DATABASE_UR
 passed on: the program could only record the resume in another store.
 
 The program is started in its own session and given `grace_s` to fail: exiting 0 or still
-running then is `done` (the resume started); exiting non-zero is `failed`; a program that cannot
-be started is `failed` with nothing sent. A failure says why in the program's own words: the
-last line it wrote to stderr (`rewake run` ends with what stopped it).
+running then is `done` (the resume started); exiting 7 (`rewake run --resume-of` found the
+conversation moved on since the failed attempt, and started nothing) is `superseded`; exiting
+otherwise non-zero is `failed`; a program that cannot be started is `failed` with nothing sent.
+A failure says why in the program's own words: the last line it wrote to stderr (`rewake run`
+ends with what stopped it).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from datetime import datetime
 
 from rewake.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note
 from rewake.executors.templates import TemplateError, check_template, fill
+from rewake.exits import Exit
 from rewake.security.resume_credential import mint
 from rewake.spawn_env import command_environment, without_password
 
@@ -207,6 +210,16 @@ class CommandExecutor:
         if status == 0:
             return Outcome("done", "exit_0", f"pid {child.pid} exited 0")
         reason = said.last_line()
+        if status == Exit.SUPERSEDED:
+            moved_on = reason or (
+                "the conversation moved on since the failed attempt (its CLI continued it, or a "
+                "person did)"
+            )
+            return Outcome(
+                "superseded",
+                "attempt_moved_on",
+                f"exited {status}: {moved_on}; nothing was resumed",
+            )
         detail = f"exited {status}" + (f": {reason}" if reason else " (it said nothing on stderr)")
         return Outcome("failed", f"exit_{status}", detail)
 

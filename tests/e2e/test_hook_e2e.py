@@ -31,6 +31,11 @@ def rewake(
     )  # fmt: skip
 
 
+def claude_dir(tmp_path: Path) -> Path:
+    """The test's CLAUDE_CONFIG_DIR: the hook reads transcripts only under its projects/."""
+    return tmp_path / "claude"
+
+
 def stop_failure(tmp_path: Path, session_id: str, resets_at: int) -> str:
     """A StopFailure payload whose transcript ends the way a rejected stream-json turn does."""
     rows: list[dict[str, Any]] = [
@@ -41,7 +46,8 @@ def stop_failure(tmp_path: Path, session_id: str, resets_at: int) -> str:
             {"type": "text", "text": "API Error: Request rejected (429) · The usage limit has "
              "been reached"}]}, "isApiErrorMessage": True, "uuid": "a-2"},
     ]  # fmt: skip
-    transcript = tmp_path / f"{session_id}.jsonl"
+    transcript = claude_dir(tmp_path) / "projects" / "p" / f"{session_id}.jsonl"
+    transcript.parent.mkdir(parents=True, exist_ok=True)
     transcript.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return json.dumps({
         "session_id": session_id, "transcript_path": str(transcript), "cwd": str(tmp_path),
@@ -69,6 +75,7 @@ def test_the_hook_arms_and_a_real_sweeper_resumes_exactly_once(tmp_path: Path) -
         f"sqlite:///{tmp_path / 'rewake.db'}", state_dir=tmp_path / "state", resume_delay_s=0,
         executor="command", command=json.dumps(command), sweep_interval_s=1,
     )  # fmt: skip
+    env["CLAUDE_CONFIG_DIR"] = str(claude_dir(tmp_path))
     env["TZ"] = "Europe/Berlin"
     session_id = str(uuid.uuid4())
     root_id = f"claude-{session_id}"
@@ -120,7 +127,8 @@ def native_continue_stop(tmp_path: Path, session_id: str, hour: int) -> str:
         {"type": "assistant", "message": {"model": "<synthetic>", "role": "assistant",
          "content": [{"type": "text", "text": banner}]}, "isApiErrorMessage": True, "uuid": "a-2"},
     ]  # fmt: skip
-    transcript = tmp_path / f"{session_id}.jsonl"
+    transcript = claude_dir(tmp_path) / "projects" / "p" / f"{session_id}.jsonl"
+    transcript.parent.mkdir(parents=True, exist_ok=True)
     transcript.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return json.dumps({
         "session_id": session_id, "transcript_path": str(transcript), "cwd": str(tmp_path),
@@ -133,6 +141,7 @@ def test_no_resume_is_armed_when_claude_continues_by_itself(tmp_path: Path) -> N
     nothing (native_auto_continue), `auto-resume on` is refused with the reason (exit 3), so
     rewake never resumes a session the CLI resumes itself."""
     env = rewake_env(f"sqlite:///{tmp_path / 'rewake.db'}", state_dir=tmp_path / "state")
+    env["CLAUDE_CONFIG_DIR"] = str(claude_dir(tmp_path))
     env["TZ"] = "UTC"
     session_id = str(uuid.uuid4())
     root_id = f"claude-{session_id}"
@@ -162,6 +171,7 @@ def test_a_prompt_while_a_rewake_run_holds_the_session_lock_is_blocked(
     from rewake.runner.process.guard import SessionLock
 
     env = rewake_env(f"sqlite:///{tmp_path / 'rewake.db'}", state_dir=tmp_path / "state")
+    env["CLAUDE_CONFIG_DIR"] = str(claude_dir(tmp_path))
     session_id = str(uuid.uuid4())
     root_id = f"claude-{session_id}"
     hooked = rewake(env, "hook", "claude", "--auto-resume",
@@ -197,6 +207,7 @@ def test_the_hook_announces_the_pause_with_its_due_time(tmp_path: Path) -> None:
     env = rewake_env(
         f"sqlite:///{tmp_path / 'rewake.db'}", state_dir=tmp_path / "state", resume_delay_s=0,
     )  # fmt: skip
+    env["CLAUDE_CONFIG_DIR"] = str(claude_dir(tmp_path))
     session_id = str(uuid.uuid4())
     payload = stop_failure(tmp_path, session_id, int(time.time()) + 3600)
     with listening() as listener:
@@ -217,6 +228,7 @@ def test_a_prompt_hook_neither_reads_nor_warns_of_rewake_notify(tmp_path: Path) 
     """A prompt typed in a session rewake does not know (UserPromptSubmit) says nothing, even
     with a REWAKE_NOTIFY that apprise cannot read: the notifier is made only for a notice."""
     env = rewake_env(f"sqlite:///{tmp_path / 'rewake.db'}", state_dir=tmp_path / "state")
+    env["CLAUDE_CONFIG_DIR"] = str(claude_dir(tmp_path))
     env["REWAKE_NOTIFY"] = "notaurl://x"
     payload = json.dumps({
         "session_id": str(uuid.uuid4()), "hook_event_name": "UserPromptSubmit",

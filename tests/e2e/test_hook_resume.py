@@ -15,7 +15,7 @@ from pathlib import Path
 from conftest import migrate
 from run_support import attempts_of, make_run_env
 from sweeper_support import start_sweeper, stop_all, wait_until
-from test_hook_e2e import stop_failure
+from test_hook_e2e import claude_dir, stop_failure
 
 
 def test_the_hook_arms_and_rewake_run_resumes_the_conversation_once(tmp_path: Path) -> None:
@@ -28,6 +28,8 @@ def test_the_hook_arms_and_rewake_run_resumes_the_conversation_once(tmp_path: Pa
         sweep_interval_s=1,
     )  # fmt: skip
     migrate(run_env.database_url)
+    # Where the hook reads the transcript, and `rewake run --resume-of` looks for a later turn.
+    run_env.env["CLAUDE_CONFIG_DIR"] = str(claude_dir(run_env.work))
     session_id = str(uuid.uuid4())
     root_id = f"claude-{session_id}"
     # The stand-in knows this conversation, as Claude Code would after the interactive turn.

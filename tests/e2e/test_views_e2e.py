@@ -103,6 +103,11 @@ def test_show_prints_banner_offer_failure_tail_and_timeline(env: dict[str, str])
     assert "failure_reported" in text
 
 
+def claude_env(env: dict[str, str], tmp: Path) -> dict[str, str]:
+    """`env` with CLAUDE_CONFIG_DIR where `stated_limit(tmp, ...)` wrote the transcript."""
+    return {**env, "CLAUDE_CONFIG_DIR": str(tmp / "claude")}
+
+
 def stated_limit(tmp: Path, session_id: str) -> str:
     """A StopFailure whose transcript holds a rejected limit with a stated reset an hour on."""
     said = "API Error: Request rejected (429) · The usage limit has been reached"
@@ -112,7 +117,9 @@ def stated_limit(tmp: Path, session_id: str) -> str:
         {"type": "assistant", "message": {"model": "<synthetic>", "role": "assistant", "content": [
             {"type": "text", "text": said}]}, "isApiErrorMessage": True, "uuid": "a-1"},
     ]  # fmt: skip
-    transcript = tmp / f"{session_id}.jsonl"
+    # The hook reads a transcript only under CLAUDE_CONFIG_DIR/projects: `claude_env(tmp)`.
+    transcript = tmp / "claude" / "projects" / "p" / f"{session_id}.jsonl"
+    transcript.parent.mkdir(parents=True, exist_ok=True)
     transcript.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return json.dumps({"session_id": session_id, "transcript_path": str(transcript),
                        "cwd": str(tmp), "hook_event_name": "StopFailure", "error": "rate_limit",
@@ -129,7 +136,13 @@ def test_one_database_per_user_wherever_the_command_runs(tmp_path: Path) -> None
     project_a.mkdir()
     project_b.mkdir()
     sid = "5e1f0c2a-0000-4000-8000-00000000000a"
-    hooked = rewake(env, "hook", "claude", stdin=stated_limit(project_a, sid), cwd=project_a)
+    hooked = rewake(
+        claude_env(env, project_a),
+        "hook",
+        "claude",
+        stdin=stated_limit(project_a, sid),
+        cwd=project_a,
+    )
     assert "attempt 1 reported" in hooked.stderr, hooked.stderr
     armed = rewake(env, "auto-resume", f"claude-{sid}", "on", "--anyway", cwd=project_a)
     assert armed.returncode == 0, armed.stderr
@@ -149,7 +162,12 @@ def test_auto_resume_off_clears_fresh_if_missing(tmp_path: Path) -> None:
     env = rewake_env(f"sqlite:///{tmp_path / 'r.db'}", state_dir=tmp_path / "state")
     sid = "5e1f0c2a-0000-4000-8000-00000000000b"
     record = tmp_path / "state" / "runs" / f"claude-{sid}.json"
-    assert rewake(env, "hook", "claude", stdin=stated_limit(tmp_path, sid)).returncode == 0
+    assert (
+        rewake(
+            claude_env(env, tmp_path), "hook", "claude", stdin=stated_limit(tmp_path, sid)
+        ).returncode
+        == 0
+    )
     on = rewake(env, "auto-resume", f"claude-{sid}", "on", "--fresh-if-missing", "--anyway")
     assert on.returncode == 0 and json.loads(record.read_text())["fresh_if_missing"] is True
     off = rewake(env, "auto-resume", f"claude-{sid}", "off")
@@ -328,7 +346,12 @@ def test_auto_resume_on_refuses_while_no_sweeper_would_fire_it(tmp_path: Path) -
     url = f"sqlite:///{tmp_path / 'r.db'}"
     env = rewake_env(url, state_dir=tmp_path / "state")
     sid = "5e1f0c2a-0000-4000-8000-00000000000c"
-    assert rewake(env, "hook", "claude", stdin=stated_limit(tmp_path, sid)).returncode == 0
+    assert (
+        rewake(
+            claude_env(env, tmp_path), "hook", "claude", stdin=stated_limit(tmp_path, sid)
+        ).returncode
+        == 0
+    )
 
     refused = rewake(env, "auto-resume", f"claude-{sid}", "on")
     assert refused.returncode == 3

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -74,10 +75,19 @@ def test_unusable_stdin_is_a_hook_input_error(raw: str, says: str) -> None:
 
 
 def transcript(path: Path, rows: list[Any], junk_before: int = 0) -> Path:
+    """Write the rows at `path`, inside the projects folder of CLAUDE_CONFIG_DIR=tmp_path
+    (`claude_env`): the only place the hook reads a transcript from."""
+    path = path.parent / "projects" / "p" / path.name
+    path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as out:
         out.write(("x" * 1000 + "\n") * junk_before)
         out.writelines(json.dumps(row) + "\n" for row in rows)
     return path
+
+
+def claude_env(tmp_path: Path) -> dict[str, str]:
+    """Claude Code's folder is tmp_path: its transcripts are under tmp_path/projects."""
+    return {"CLAUDE_CONFIG_DIR": str(tmp_path)}
 
 
 def test_only_the_bounded_tail_of_a_huge_transcript_is_read(tmp_path: Path) -> None:
@@ -86,7 +96,7 @@ def test_only_the_bounded_tail_of_a_huge_transcript_is_read(tmp_path: Path) -> N
     rows = [{"type": "user", "uuid": "u1"}, {"type": "assistant", "uuid": "a2"}]
     path = transcript(tmp_path / "t.jsonl", rows, junk_before=5000)
     assert path.stat().st_size > 5_000_000
-    tail = transcript_tail(str(path), max_bytes=4096)
+    tail = transcript_tail(str(path), claude_env(tmp_path), max_bytes=4096)
     assert tail.events == rows
     assert (tail.last_key, tail.problem) == ("a2", None)
 
@@ -95,7 +105,7 @@ def test_a_row_cut_by_the_seek_is_not_read(tmp_path: Path) -> None:
     """The row the byte bound cuts in half is dropped rather than misread."""
     rows = [{"type": "user", "n": n, "pad": "y" * 50} for n in range(100)]
     path = transcript(tmp_path / "t.jsonl", rows)
-    tail = transcript_tail(str(path), max_bytes=1000)
+    tail = transcript_tail(str(path), claude_env(tmp_path), max_bytes=1000)
     numbers = [row["n"] for row in tail.events]
     assert numbers == list(range(100 - len(numbers), 100)) and 0 < len(numbers) < 100
 
@@ -103,7 +113,7 @@ def test_a_row_cut_by_the_seek_is_not_read(tmp_path: Path) -> None:
 def test_the_tail_keeps_at_most_max_events_rows(tmp_path: Path) -> None:
     """Many small rows: only the last max_events are sent."""
     path = transcript(tmp_path / "t.jsonl", [{"n": n} for n in range(50)])
-    assert transcript_tail(str(path), max_events=3).events == [
+    assert transcript_tail(str(path), claude_env(tmp_path), max_events=3).events == [
         {"n": 47}, {"n": 48}, {"n": 49},
     ]  # fmt: skip
 
@@ -111,8 +121,9 @@ def test_the_tail_keeps_at_most_max_events_rows(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", [None, "missing.jsonl", "."])
 def test_an_unreadable_transcript_is_a_note_not_a_failure(tmp_path: Path, name: str | None) -> None:
     """No path, a missing file and a directory each give no events and one problem line."""
-    path = None if name is None else str(tmp_path / name)
-    tail = transcript_tail(path)
+    path = None if name is None else str(tmp_path / "projects" / name)
+    (tmp_path / "projects").mkdir()
+    tail = transcript_tail(path, claude_env(tmp_path))
     assert tail.events == [] and tail.problem
 
 
@@ -227,7 +238,7 @@ class FakeStore:
 
 
 def run(store: FakeStore, payload: JSON, tmp_path: Path, *, auto: bool) -> hook_payload.HookResult:
-    env = {"REWAKE_STATE_DIR": str(tmp_path / "state")}
+    env = {"REWAKE_STATE_DIR": str(tmp_path / "state"), **claude_env(tmp_path)}
     return hook.run_hook(json.dumps(payload), now=NOW, env=env, open_store=lambda: store,  # type: ignore[arg-type,return-value]
                          auto_resume=auto, zone="Europe/Berlin")  # fmt: skip
 
@@ -354,7 +365,7 @@ def limit_payload(tmp_path: Path, last_uuid: str) -> JSON:
 def fire(
     tmp_path: Path, payload: JSON, *, opened: list[str] | None = None, **env: str
 ) -> hook_payload.HookResult:
-    env = {"REWAKE_STATE_DIR": str(tmp_path / "state"), **env}
+    env = {"REWAKE_STATE_DIR": str(tmp_path / "state"), **claude_env(tmp_path), **env}
 
     def open_store() -> Any:
         if opened is not None:
@@ -595,9 +606,28 @@ def test_the_pause_notice_says_what_resumes_the_session(
     reset_at = (NOW + timedelta(hours=2)).isoformat()
     store = LimitStore({"kind": "provider_quota", "scope": scope, "reset_at": reset_at})
     sent: list[Any] = []
-    env = {"REWAKE_STATE_DIR": str(tmp_path / "state")}
+    env = {"REWAKE_STATE_DIR": str(tmp_path / "state"), **claude_env(tmp_path)}
     hook.run_hook(json.dumps(payload_with_transcript(tmp_path)), now=NOW, env=env,
                   open_store=lambda: store, auto_resume=True, zone="Europe/Berlin",  # type: ignore[arg-type,return-value]
                   announce=sent.append)  # fmt: skip
     assert [notice.title for notice in sent] == [f"Paused · provider limit · {ROOT}"]
     assert sent[0].body.splitlines()[1].startswith(expected)
+
+
+def test_the_resume_rewake_typed_into_the_session_is_let_through(tmp_path: Path) -> None:
+    """Mark sending because rewake typed the resume into this very session (the record notes
+    the prompt): that prompt is not blocked, it records the next attempt started, and the note
+    is used once; any other prompt meanwhile is still blocked."""
+    assert fire(tmp_path, limit_payload(tmp_path, "a1")).armed
+    set_mark_state(tmp_path, "sending")
+    env = {"REWAKE_STATE_DIR": str(tmp_path / "state")}
+    record = records.load(ROOT, env)
+    assert record is not None
+    typed = "Continue the task from where it stopped."
+    records.save(replace(record, extra={**record.extra, records.TYPED_RESUME: typed}), env)
+    assert fire(tmp_path, {**PROMPT, "prompt": "something else"}).blocked
+    result = fire(tmp_path, {**PROMPT, "prompt": typed})
+    assert not result.blocked and result.attempt == 2
+    assert attempt_statuses(tmp_path) == ["failed", "started"]
+    after = records.load(ROOT, env)
+    assert after is not None and records.TYPED_RESUME not in after.extra

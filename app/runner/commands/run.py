@@ -21,6 +21,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from rewake.printable import printable
 from rewake.reports.banners import describe_wait
 from rewake.reports.session_json import JSON, current_failure
 from rewake.runner.local import records
+from rewake.runner.local.conversations import Continuation
 from rewake.runner.local.hostzone import host_zone
 from rewake.runner.local.providers import (
     PROVIDERS,
@@ -41,9 +43,16 @@ from rewake.runner.local.providers import (
     provider_named,
     resolve_command,
 )
-from rewake.runner.local.records import RecordError, RunRecord
+from rewake.runner.local.records import TYPED_RESUME, RecordError, RunRecord
 from rewake.runner.local.store import Store, StoreError, check_id, database_url, open_store
-from rewake.runner.process.attempts import MANUAL_PROMPT, Options, Runner, Step
+from rewake.runner.process import panes
+from rewake.runner.process.attempts import (
+    MANUAL_PROMPT,
+    Options,
+    Runner,
+    Step,
+    conversation_moved_on,
+)
 from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_refusal
 from rewake.runner.process.notices import announcer_from_env
 from rewake.runner.process.supervise import ProgramNotFound
@@ -355,6 +364,23 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
             lock.release()
             print(printable(f"rewake run: {refusal}"), file=sys.stderr)
             return Exit.STORE
+        if (moved := _moved_on(store, record, env)) is not None:
+            reason = moved.reason
+            if moved.holder_pid is not None and not moved.continues_itself:
+                prompt = " ".join(rest) or DEFAULT_PROMPT
+                why_not = _type_into_holder(record, moved.holder_pid, prompt, lock)
+                if why_not is None:
+                    print(f"rewake run: mark {mark_id}: typed the resume into the open Claude "
+                          f"Code (pid {moved.holder_pid})", file=sys.stderr)  # fmt: skip
+                    return Exit.OK
+                reason = (f"an open Claude Code (pid {moved.holder_pid}) holds this conversation "
+                          f"and will not continue by itself, and rewake cannot type into it "
+                          f"({why_not}): type the resume there")  # fmt: skip
+            lock.release()
+            print(printable(f"rewake run: mark {mark_id} not resumed: {reason}"), file=sys.stderr)
+            records.save(replace(record, extra={**record.extra, "superseded": {
+                "mark_id": mark_id, "attempt": record.attempt, "reason": reason}}))  # fmt: skip
+            return Exit.SUPERSEDED
         return _run_resume(store, record, lock, rest, auto=bool(record.extra.get("auto_resume")),
                            wait=False, fresh_allowed=record.fresh_if_missing,
                            env=env)  # fmt: skip
@@ -402,6 +428,33 @@ def _not_the_marks_store(store: Store, root_id: str, mark_id: int) -> str | None
         "around REWAKE_COMMAND must pass REWAKE_URL, REWAKE_TOKEN and REWAKE_DATABASE_URL on "
         "unchanged"
     )
+
+
+def _moved_on(store: Store, record: RunRecord, env: dict[str, str]) -> Continuation | None:
+    """Why the conversation must not be resumed headless (rewake.runner.process.attempts)."""
+
+    def say(line: str) -> None:
+        print(printable(f"rewake run: {line}"), file=sys.stderr)
+
+    return conversation_moved_on(store, record, env, say=say)
+
+
+def _type_into_holder(record: RunRecord, pid: int, prompt: str, lock: SessionLock) -> str | None:
+    """Continue the conversation in the interactive CLI that holds it, by typing `prompt` into
+    its tmux pane (rewake.runner.process.panes); None once typed, else why not. The session's
+    lock is let go first and the prompt noted in the record: the hook that Claude Code runs
+    for it (UserPromptSubmit) then lets it through as rewake's own, and records the attempt."""
+    pane = panes.find_pane(pid)
+    if pane is None:
+        return "it runs in no tmux pane rewake can reach"
+    typed = " ".join(prompt.split())
+    records.save(replace(record, extra={**record.extra, TYPED_RESUME: typed}))
+    lock.release()
+    why_not = panes.type_into(pane, typed)
+    if why_not is not None:
+        extra = {k: v for k, v in record.extra.items() if k != TYPED_RESUME}
+        records.save(replace(record, extra=extra))
+    return why_not
 
 
 def _run_resume(

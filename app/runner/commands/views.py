@@ -1,8 +1,10 @@
 """`rewake hook`, `rewake ls`, `rewake show`, `rewake auto-resume` and `rewake doctor`.
 
 Registered from app/cli.py; like the other commands they import the store, rich and the domain
-only inside the functions that run them, so `rewake parse` keeps its fast start. Each command
-reads the clock once and passes `now` down.
+only inside the functions that run them, once they know they need them: `rewake --help` builds
+this parser, and `rewake hook` runs on every prompt typed in Claude Code, most of them in
+sessions rewake never saw (tests/unit/test_cli_budget.py holds each command to its imports).
+Each command reads the clock once and passes `now` down.
 
 Exit statuses (the hook's is 0: Claude Code must never be disturbed by it; its one exception
 is 2, blocking a prompt typed while rewake resumes that conversation headless):
@@ -23,25 +25,21 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
-
-from rich.console import Console, Group, RenderableType
-from rich.live import Live
-from rich.text import Text
-from sqlalchemy.exc import SQLAlchemyError
 
 from rewake.exits import Exit
 from rewake.printable import json_printable, printable
-from rewake.runner.hook import claude as hook
 from rewake.runner.hook.payload import MAX_STDIN_BYTES
-from rewake.runner.local import records, views
-from rewake.runner.local.doctor import run_doctor
+from rewake.runner.local import records
 from rewake.runner.local.hostzone import host_zone
 from rewake.runner.local.records import state_dir
-from rewake.runner.local.store import Store, StoreError, check_id, open_store
-from rewake.runner.process.notices import announcer_from_env
-from rewake.sweeper.announce import Announcer, Notice
+from rewake.runner.local.store_base import Store, StoreError, check_id, no_local_database
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+    from rewake.sweeper.announce import Announcer, Notice
 
 NOT_FOUND_CODES = frozenset({"session_not_found", "session_deleted"})
 HOOK_TIMEOUT_S = 20.0
@@ -151,6 +149,8 @@ def _with_store(command: str, now: datetime, work: Callable[[Store], int]) -> in
     """Open the store, run `work`, close it; any store problem is one line and a status. A
     local store answers every call as of `now`, the command's one reading of the clock."""
 
+    from rewake.runner.local.store import open_store
+
     try:
         store = open_store(clock=lambda: now)
     except Exception as error:  # a bad URL or database: one line, no traceback
@@ -166,6 +166,8 @@ def _with_store(command: str, now: datetime, work: Callable[[Store], int]) -> in
 
 
 def _is_database_error(error: Exception) -> bool:
+    from sqlalchemy.exc import SQLAlchemyError  # a local store is open: it is loaded already
+
     return isinstance(error, SQLAlchemyError | OSError)
 
 
@@ -174,6 +176,10 @@ def run_ls(args: argparse.Namespace) -> int:
         return watch_ls(args)
     now, zone = datetime.now(UTC), display_zone()
     filters = {k: v for k in ("state", "provider") if (v := getattr(args, k))}
+    if no_local_database(os.environ):
+        # Nothing was ever recorded here: the list is empty, and opening the store would
+        # create and migrate a database only to say so.
+        return _print_listing([], None, filters, now, zone, as_json=args.json)
 
     def work(store: Store) -> int:
         listing = store.list_sessions(limit=args.limit, **filters)
@@ -186,19 +192,35 @@ def run_ls(args: argparse.Namespace) -> int:
             except StoreError:
                 mark = None  # deleted between the two calls
             sessions.append({**summary, "mark": mark})
-        if args.json:
-            listed = {"sessions": sessions, "next_offset": listing.get("next_offset")}
-            print(json_printable(listed, indent=2))
-            return Exit.OK
-        if not sessions:
-            print("no sessions" + (f" ({_words(filters)})" if filters else ""))
-            return Exit.OK
-        rows = [views.ls_row(s, s["mark"], now, zone) for s in sessions]
-        console = Console(highlight=False)
-        console.print(views.ls_renderable(rows, console.width))
-        return Exit.OK
+        next_offset = listing.get("next_offset")
+        return _print_listing(sessions, next_offset, filters, now, zone, as_json=args.json)
 
     return _with_store("ls", now, work)
+
+
+def _print_listing(
+    sessions: list[dict[str, Any]],
+    next_offset: Any,
+    filters: dict[str, str],
+    now: datetime,
+    zone: tzinfo | None,
+    *,
+    as_json: bool,
+) -> int:
+    if as_json:
+        print(json_printable({"sessions": sessions, "next_offset": next_offset}, indent=2))
+        return Exit.OK
+    if not sessions:
+        print("no sessions" + (f" ({_words(filters)})" if filters else ""))
+        return Exit.OK
+    from rich.console import Console
+
+    from rewake.runner.local import views
+
+    rows = [views.ls_row(s, s["mark"], now, zone) for s in sessions]
+    console = Console(highlight=False)
+    console.print(views.ls_renderable(rows, console.width))
+    return Exit.OK
 
 
 def _words(filters: dict[str, str]) -> str:
@@ -211,6 +233,10 @@ def run_show(args: argparse.Namespace) -> int:
         return bad
 
     def work(store: Store) -> int:
+        from rich.console import Console
+
+        from rewake.runner.local import views
+
         session = store.get_session(args.name)
         if args.json:
             print(json_printable(session, indent=2))
@@ -235,6 +261,8 @@ def run_auto_resume(args: argparse.Namespace) -> int:
         return bad
 
     def work(store: Store) -> int:
+        from rewake.runner.local import views
+
         record = records.load(args.name) if enabled and not args.fresh_if_missing else None
         if record is not None and (empty := records.nothing_saved(record)) is not None:
             # The resume would fail at the reset ("No previous sessions found"): say so now.
@@ -322,6 +350,8 @@ def _set_fresh_if_missing(root_id: str, enabled: bool) -> str | None:
 
 
 def run_doctor_command(args: argparse.Namespace) -> int:
+    from rewake.runner.local.doctor import run_doctor
+
     lines, status = run_doctor(os.environ, datetime.now(UTC))
     for line in lines:
         print(printable(line))  # a CLI's --version output among them
@@ -367,16 +397,21 @@ def _hook_worker(
         def announce(notice: Notice) -> None:
             # Made only for a notice: reading REWAKE_NOTIFY loads apprise, which every prompt
             # (UserPromptSubmit) would otherwise wait for.
+            from rewake.runner.process.notices import announcer_from_env
+
             announcer = announcer_from_env(lines.append)
             if announcer is not None:
                 announcer.send(notice)
                 announcers.append(announcer)
 
+        # The hook's own module loads what a report needs only once it has one to make.
+        from rewake.runner.hook import claude as hook
+
         result = hook.run_hook(
             raw.decode("utf-8", errors="replace"),
             now=now,
             env=os.environ,
-            open_store=lambda: open_store(clock=lambda: now),
+            open_store=lambda: _open_store(now),
             auto_resume=args.auto_resume,
             zone=host_zone(),
             announce=announce,
@@ -391,6 +426,13 @@ def _hook_worker(
             blocked.append(True)
     except Exception as error:  # the hook never breaks Claude: one line instead
         lines.append(f"failed: {type(error).__name__}: {error}")
+
+
+def _open_store(now: datetime) -> Store:
+    """The store, answering as of `now`; loaded only when the hook has something to record."""
+    from rewake.runner.local.store import open_store
+
+    return open_store(clock=lambda: now)
 
 
 def _say(lines: list[str], now: datetime) -> None:
@@ -414,6 +456,10 @@ def _say(lines: list[str], now: datetime) -> None:
 
 def listing(store: Store, args: argparse.Namespace, now: datetime, width: int) -> RenderableType:
     """What `rewake ls` prints, as one renderable (the sessions with their marks)."""
+    from rich.text import Text
+
+    from rewake.runner.local import views
+
     filters = {k: v for k in ("state", "provider") if (v := getattr(args, k))}
     summaries = store.list_sessions(limit=args.limit, **filters).get("sessions", [])
     rows = []
@@ -438,6 +484,11 @@ def watch_ls(
 ) -> int:
     """`rewake ls --watch`: the list redrawn in place (rich's Live) every `args.watch` seconds
     with the time it was read, until Ctrl-C. Only on a terminal: piped, it says so (exit 2)."""
+    # rich is loaded here, as by ls itself: the hook, which shares this module, never needs it.
+    from rich.console import Console, Group
+    from rich.live import Live
+    from rich.text import Text
+
     console = console or Console(highlight=False)
     if not console.is_terminal:
         print("rewake ls: --watch needs a terminal; without it, ls prints the list once",

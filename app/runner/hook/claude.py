@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from rewake.runner.hook.continuing import continue_by_hand
 from rewake.runner.hook.payload import (
@@ -51,9 +51,10 @@ from rewake.runner.hook.payload import (
 )
 from rewake.runner.hook.transcript import TranscriptTail, last_user_prompt, read_transcript_tail
 from rewake.runner.local import records
-from rewake.runner.local.store import JSON, LocalStore, Store, StoreError
-from rewake.runner.process.notices import pause_notice
-from rewake.sweeper.announce import Notice
+from rewake.runner.local.store_base import JSON, Store, StoreError
+
+if TYPE_CHECKING:
+    from rewake.sweeper.announce import Notice
 
 
 def failure_message(hook: HookInput) -> str:
@@ -118,6 +119,7 @@ def resume_record(
     extra.update(origin="hook", hook_failure_key=failure_key(tail))
     # A new failure: the next prompt typed by hand continues it, so it must be looked at again.
     extra.pop(CONTINUED, None)
+    extra.pop(records.TYPED_RESUME, None)
     extra["auto_resume"] = auto_resume or bool(extra.get("auto_resume"))
     base = old or records.RunRecord(root_id, RUN_ID, PROVIDER, cwd="", args=[])
     return replace(
@@ -172,7 +174,7 @@ def run_hook(
             "UserPromptSubmit or SessionStart"
         )
         return result
-    tail = read_transcript_tail(hook.transcript_path)
+    tail = read_transcript_tail(hook.transcript_path, env)
     if tail.problem:
         result.say(f"note: {tail.problem}; reporting the error text alone")
     root_id = result.root_id = root_id_for(hook.session_id)
@@ -183,9 +185,11 @@ def run_hook(
     finally:
         store.close()
     if reported is not None and announce is not None:
-        notice = pause_notice(
-            root_id, reported.answer, reported.mark, continues=reported.continues
-        )
+        # Imported only for a report: the notices load the sweeper's logging, and most runs
+        # of the hook (a prompt in a session never reported) report nothing.
+        from rewake.runner.process.notices import pause_notice
+
+        notice = pause_notice(root_id, reported.answer, reported.mark, continues=reported.continues)
         if notice is not None:
             announce(notice)
     return result
@@ -256,6 +260,8 @@ def _report(
     result.say(f"auto-resume {mark.get('state')}: due {mark.get('due_at')}")
     for warning in mark.get("warnings") or []:
         result.say(f"warning: {warning}")
+    from rewake.runner.local.store import LocalStore  # loaded already: the store is open
+
     if mark.get("warnings") and isinstance(store, LocalStore):
         result.say("no sweeper here resumes marks: `rewake setup` installs one (once)")
     return Reported(answer, mark)

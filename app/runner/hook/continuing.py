@@ -27,7 +27,7 @@ from rewake.runner.hook.payload import (
     root_id_for,
 )
 from rewake.runner.local import records
-from rewake.runner.local.store import JSON, Store, StoreError
+from rewake.runner.local.store_base import JSON, Store, StoreError
 from rewake.runner.process.guard import SessionLock
 
 #: Mark states in which the headless resume is, or may be, running (see guard.py).
@@ -65,7 +65,7 @@ def continue_by_hand(
     try:
         session = store.get_session(root_id)
         mark = session.get("mark") or {}
-        if mark.get("state") in RESUMING_STATES:
+        if mark.get("state") in RESUMING_STATES and not typed_by_rewake(hook, old):
             block(hook, result, root_id, f"mark {mark.get('id')} is {mark['state']}")
             return
         _record(hook, result, store, session, old, root_id, env)
@@ -97,7 +97,18 @@ def _record(
             f"{root_id}: continued by hand ({hook.hook_event_name}): attempt {attempt} "
             "started; an armed auto-resume is cleared (manual_resume)"
         )
-    records.save(replace(old, attempt=attempt, extra={**old.extra, CONTINUED: attempt}), env)
+    extra = {**old.extra, CONTINUED: attempt}
+    extra.pop(records.TYPED_RESUME, None)  # let through once
+    records.save(replace(old, attempt=attempt, extra=extra), env)
+
+
+def typed_by_rewake(hook: HookInput, record: records.RunRecord) -> bool:
+    """Whether this prompt is the resume rewake typed into this very session, the CLI that
+    holds the conversation (rewake.runner.process.panes): that is the resume itself, not a
+    second writer, so it is let through and recorded as the next attempt."""
+    typed = record.extra.get(records.TYPED_RESUME)
+    prompt = " ".join((hook.prompt or "").split())
+    return hook.hook_event_name == "UserPromptSubmit" and bool(prompt) and typed == prompt
 
 
 def lock_holder(root_id: str, env: Mapping[str, str]) -> str | None:

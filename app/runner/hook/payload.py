@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewake.runner.local.store import JSON
+from rewake.runner.local.store_base import JSON
 
 #: The hook payload is a few hundred bytes; anything past this is not a payload.
 MAX_STDIN_BYTES = 4 << 20
@@ -49,6 +49,8 @@ class HookInput:
     permission_mode: str | None = None
     #: SessionStart's `source`: startup, resume, clear or compact.
     source: str | None = None
+    #: UserPromptSubmit's `prompt`: what was typed.
+    prompt: str | None = None
 
 
 def read_hook_input(raw: str) -> HookInput:
@@ -83,6 +85,7 @@ def read_hook_input(raw: str) -> HookInput:
         last_assistant_message=text("last_assistant_message"),
         permission_mode=text("permission_mode"),
         source=text("source"),
+        prompt=text("prompt"),
     )
 
 

@@ -3,12 +3,22 @@
 The hook payload rarely says when a limit resets, but Claude writes its limit banner into the
 transcript as a synthetic assistant row, so the last rows go along with the report. Transcripts
 of long sessions reach hundreds of megabytes: only a bounded tail is ever read.
+
+The path comes from the payload, and whatever is read is stored as the failure's events, shown
+by `rewake show` and sent to a service. So only a regular file inside Claude Code's projects
+folder (`$CLAUDE_CONFIG_DIR/projects`, else `~/.claude/projects`) is read, once its path is
+resolved (`..` and every symlink followed: a link that leads out is refused), opened without
+following a final symlink and without blocking (a FIFO there would hold the hook until its time
+limit and lose the report). Anything else is a `problem`, and the failure is reported from the
+payload alone.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import stat
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,23 +43,52 @@ class TranscriptTail:
     problem: str | None = None
 
 
+def projects_dir(env: Mapping[str, str]) -> Path:
+    """Where Claude Code keeps its transcripts: `projects` in CLAUDE_CONFIG_DIR when set (the
+    folder that replaces `~/.claude`), else in `~/.claude` (HOME from `env`)."""
+    if env.get("CLAUDE_CONFIG_DIR"):
+        return Path(env["CLAUDE_CONFIG_DIR"]).expanduser() / "projects"
+    home = env.get("HOME")
+    return (Path(home) if home else Path.home()) / ".claude" / "projects"
+
+
 def read_transcript_tail(
-    path: str | None, *, max_bytes: int = TAIL_BYTES, max_events: int = MAX_EVENTS
+    path: str | None,
+    env: Mapping[str, str],
+    *,
+    max_bytes: int = TAIL_BYTES,
+    max_events: int = MAX_EVENTS,
 ) -> TranscriptTail:
-    """The last JSON-object rows of the transcript at `path`, reading at most `max_bytes`."""
+    """The last JSON-object rows of the transcript at `path`, reading at most `max_bytes`;
+    only a regular file inside `projects_dir(env)` is read (see the module's docstring)."""
     if path is None:
         return TranscriptTail(problem="the payload names no transcript_path")
-    file = Path(path).expanduser()
     try:
-        with file.open("rb") as handle:
-            if not file.is_file():
-                return TranscriptTail(problem=f"{file} is not a regular file")
-            size = handle.seek(0, os.SEEK_END)
-            start = max(0, size - max_bytes)
-            handle.seek(start)
-            chunk = handle.read(max_bytes)
+        allowed = os.path.realpath(projects_dir(env))
+        resolved = os.path.realpath(path)
+    except (OSError, ValueError) as error:  # a NUL in the path, a loop of links
+        return TranscriptTail(problem=f"transcript_path {path!r} cannot be resolved: {error}")
+    if os.path.commonpath([allowed, resolved]) != allowed or resolved == allowed:
+        return TranscriptTail(
+            problem=f"transcript_path {path!r} is not a file in Claude Code's projects folder "
+            f"({allowed}); not read"
+        )
+    try:
+        # O_NOFOLLOW: the last part cannot have become a symlink since it was resolved;
+        # O_NONBLOCK: opening a FIFO returns at once, and fstat then refuses it.
+        fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as error:
         return TranscriptTail(problem=f"cannot read the transcript: {error.strerror or error}")
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return TranscriptTail(problem=f"transcript_path {path!r} is not a regular file")
+        size = os.lseek(fd, 0, os.SEEK_END)
+        start = max(0, size - max_bytes)
+        chunk = os.pread(fd, max_bytes, start)
+    except OSError as error:
+        return TranscriptTail(problem=f"cannot read the transcript: {error.strerror or error}")
+    finally:
+        os.close(fd)
     lines = chunk.split(b"\n")
     if start > 0:
         lines = lines[1:]  # the first line was cut by the seek

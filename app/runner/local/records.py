@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -78,6 +77,11 @@ class RunRecord:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+#: The record's note of a resume prompt rewake typed into the open interactive CLI that holds
+#: the conversation: the hook lets that prompt through while the mark is still sending.
+TYPED_RESUME = "typed_resume"
+
+
 def nothing_saved(record: RunRecord) -> str | None:
     """Why the record's conversation cannot be resumed, in words: its CLI saves one only once
     the model answered, and no attempt got an answer (a Gemini session whose first request
@@ -123,6 +127,8 @@ def ensure_dir(path: Path) -> Path:
 
 
 def _write_atomically(path: Path, data: Any) -> Path:
+    import tempfile  # only a write needs it: the hook, on most prompts, only looks
+
     ensure_dir(path.parent)
     try:
         handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".tmp")

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from rewake.runner.local import provider_env
 from rewake.runner.local.records import state_dir
-from rewake.runner.local.store import database_url
+from rewake.runner.local.store_base import database_url
 from rewake.runner.local.user_files import SetupError, home_of, remove_file, write_file
 
 UNIT_NAME = "rewake-sweeper.service"

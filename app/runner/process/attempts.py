@@ -15,10 +15,11 @@ store cannot take (the service is down) is written to the outbox instead of bein
 from __future__ import annotations
 
 import dataclasses
+import os
 import shlex
 import signal
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any
@@ -27,10 +28,10 @@ from rewake.exits import Exit
 from rewake.instants import local_clock, parse_instant
 from rewake.parsers.verdict import Verdict
 from rewake.printable import printable
-from rewake.runner.local import records
+from rewake.runner.local import conversations, records
 from rewake.runner.local.providers import Provider, valid_cli_id
 from rewake.runner.local.records import RunRecord
-from rewake.runner.local.store import JSON, Store, StoreError
+from rewake.runner.local.store_base import JSON, Store, StoreError
 from rewake.runner.process import workflows
 from rewake.runner.process.guard import SessionLock
 from rewake.runner.process.notices import pause_notice
@@ -278,6 +279,18 @@ class Runner:
                 return Exit.INTERRUPTED
             if isinstance(waited, Settled):
                 return self._settled(waited, code)
+            env = self.options.env if self.options.env is not None else os.environ
+            moved = conversation_moved_on(
+                self.store, self.record, env, say=lambda line: self._say(f"  {line}")
+            )
+            if moved is not None:
+                # Claimed and sending: the mark ends superseded, and nothing is started.
+                finish(waited, self.options.clock(), "superseded", "attempt_moved_on",
+                       moved.reason)  # fmt: skip
+                self._say(f"■ mark {waited.delivery.mark_id} not resumed: {moved.reason}")
+                if self.options.lock is not None:
+                    self.options.lock.release()
+                return Exit.SUPERSEDED
             self._say(f"▶ firing auto-resume (mark {waited.delivery.mark_id}) in the foreground")
             self._announce(Notice(
                 f"Resumed · {self.record.root_id}",
@@ -551,6 +564,27 @@ class Runner:
             finish(step.fire, now, "failed", "conversation_missing", "no conversation id")
             self._announce_failed_fire("conversation_missing", "no conversation id")
         return Exit.NOT_FOUND
+
+
+def conversation_moved_on(
+    store: Store, record: RunRecord, env: Mapping[str, str], *, say: Callable[[str], None]
+) -> conversations.Continuation | None:
+    """Why the conversation must not be resumed, when it moved on since the failed attempt:
+    the CLI's own store shows a turn after it, or an open interactive CLI holds it
+    (rewake.runner.local.conversations). None to resume. When the store cannot tell, the
+    documented default is to resume (rewake is the net for a conversation nobody continues),
+    and `say` gets why."""
+    since = conversations.failed_at(store.get_session(record.root_id), record.run_id,
+                                    record.attempt)  # fmt: skip
+    if since is None:
+        say(f"the failure of attempt {record.attempt} has no time on record; resuming "
+            "without looking for a later turn")  # fmt: skip
+        return None
+    found = conversations.check(record.provider, record.cli_session_id, since, env)
+    if found.state == "unknown":
+        say(f"cannot tell whether the conversation moved on ({found.reason}); resuming, "
+            "the default")  # fmt: skip
+    return found if found.state == "moved_on" else None
 
 
 def _none_verdict() -> Verdict:

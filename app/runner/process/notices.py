@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 
 from rewake.instants import local_clock, parse_instant
-from rewake.runner.local.store import JSON
+from rewake.runner.local.store_base import JSON
 from rewake.sweeper.announce import Announcer, Notice
 
 

@@ -1,0 +1,219 @@
+"""One writer per conversation, with the real interactive Claude Code (issue 25).
+
+An interactive Claude Code 2.1.332 in tmux, rewake's hooks in its settings (StopFailure with
+`--auto-resume`, UserPromptSubmit), a real `rewake sweep` with the command executor running
+`rewake run --resume-of`, and the loopback mock: the provider's first answer is a limit whose
+reset is seconds ahead, every later one an answer. After the reset, and after Claude's own
+continuation could have fired (reset plus its 30-90 s jitter), the mock must have been asked to
+continue the conversation exactly once, and the mark's outcome says who did:
+
+- (a) a model limit, menu answered "Wait here": Claude continues; its continuation runs the
+  UserPromptSubmit hook, which clears rewake's mark (`cleared`), or, when rewake's mark falls due
+  first, the resume finds the open session and stands down (`superseded`);
+- (b) a model limit, menu answered "Stop and wait", the session left open: Claude does not
+  continue, and a headless Claude beside it would be a second writer, so rewake types the
+  resume into its tmux pane, after checking the pane shows Claude at its prompt (`done`);
+- (c) a five-hour limit under a day ahead: Claude continues by itself; rewake arms nothing;
+- (d) a model limit, the session closed before the reset: rewake resumes headless (`done`).
+
+And `rewake run --auto-resume` with Claude and Codex headless: a conversation continued by hand
+(the CLI's own resume) before the reset is not resumed again.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import mock_provider as mp
+import pytest
+from realcli_drive import Box, Tmux, claude_env, cli_binary, codex_env, waits_for
+from realcli_install import CLAUDE, CODEX
+from sweeper_support import start_sweeper, stop_all
+from test_realcli_run import hook_settings, rewake_env, session_of, sessions_of_or_empty
+
+pytestmark = pytest.mark.realcli
+
+#: How far into the next minute the limit resets: Claude prints the reset floored to the minute,
+#: and a printed minute that has already begun reads as the next day's.
+RESET_INTO_NEXT_MINUTE_S = 20
+#: Claude Code fires its own continuation at the reset plus 30 to 90 s (its package's default
+#: jitter); rewake's mark falls due at the printed minute's end. Both are over by then.
+SETTLED_AFTER_RESET_S = 130
+PROMPT = "say hello"
+
+
+def continuations(mock: mp.MockProvider) -> list[mp.Seen]:
+    """The requests after the limit that carry the conversation (its first prompt) on: a
+    continuation, Claude's own or a resume, as opposed to a side request of the CLI."""
+    seen = mock.requests(mp.ANTHROPIC)
+    limit = next(i for i, s in enumerate(seen) if s.kind == "limit")
+    return [s for s in seen[limit + 1 :] if PROMPT in json.dumps(s.body.get("messages"))]
+
+
+def run_case(tmp_path: Path, claim: str, menu: str | None, *, close: bool) -> dict[str, Any]:
+    """Drive one case; the session as rewake recorded it, with the continuations counted."""
+    binary = cli_binary(CLAUDE)
+    box = Box.make(tmp_path)
+    with mp.running() as mock:
+        env = claude_env(box, binary, mock.url, "UTC", interactive=True)
+        (box.home / ".claude" / "settings.json").write_text(json.dumps(hook_settings(box)))
+        sweeper_env = rewake_env(box, env)
+        sweeper_env.update(
+            REWAKE_EXECUTOR="command", REWAKE_SWEEP_INTERVAL_S="1", REWAKE_COMMAND_GRACE_S="5",
+            REWAKE_COMMAND=json.dumps([sys.executable, "-m", "rewake", "run", "--resume-of",
+                                       "{mark_id}"]),
+        )  # fmt: skip
+        sweeper = start_sweeper(sweeper_env, box.root / "sweeper.log")
+        tmux = Tmux(box, [str(binary)], env)
+        closed = False
+        try:
+            tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
+            reset = (int(time.time()) // 60 + 1) * 60 + RESET_INTO_NEXT_MINUTE_S
+            mock.script(mp.ANTHROPIC, mp.claude_limit(reset, claim), mp.answer("continued"))
+            tmux.submit(PROMPT, lambda: len(mock.requests(mp.ANTHROPIC)))
+            tmux.wait_for(waits_for(r"Stop and wait|Continuing automatically"), timeout=150)
+            hook_log = box.root / "state" / "hook.log"
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and "auto-resume" not in (
+                hook_log.read_text() if hook_log.exists() else ""
+            ):
+                time.sleep(0.5)
+            if menu is not None:
+                tmux.send(menu)
+                time.sleep(2)
+            if close:
+                tmux.close()
+                closed = True
+            while time.time() < reset + SETTLED_AFTER_RESET_S:
+                time.sleep(1)
+            screen = "" if closed else tmux.screen()
+        finally:
+            if not closed:
+                tmux.close()
+            stop_all([sweeper])
+        sessions = sessions_of_or_empty(box)
+        assert len(sessions) == 1, (box.root / "sweeper.log").read_text()
+        session = session_of(box, sessions[0]["root_id"])
+        session["continuations"] = len(continuations(mock))
+        session["screen"] = screen
+        session["sweeper_log"] = (box.root / "sweeper.log").read_text()
+        hook_log = box.root / "state" / "hook.log"
+        session["hook_log"] = hook_log.read_text() if hook_log.exists() else ""
+        return session
+
+
+def test_wait_here_claude_continues_and_rewake_stands_down(tmp_path: Path) -> None:
+    """(a) Opus limit, "Wait here" chosen: one continuation (Claude's); rewake's armed resume
+    is cleared by it, or stands down (superseded)."""
+    session = run_case(tmp_path, "seven_day_opus", "2", close=False)
+    mark = session.get("mark") or {}
+    assert session["continuations"] == 1, (session["screen"], session["sweeper_log"])
+    assert mark.get("state") in ("cleared", "superseded"), (mark, session["sweeper_log"])
+
+
+def test_stop_and_wait_rewake_types_the_resume_into_the_pane(tmp_path: Path) -> None:
+    """(b) Opus limit, "Stop and wait" chosen, the session open: rewake types the resume into
+    that Claude's pane; one continuation, the mark done."""
+    session = run_case(tmp_path, "seven_day_opus", "1", close=False)
+    mark = session.get("mark") or {}
+    assert session["continuations"] == 1, (session["screen"], session["sweeper_log"])
+    assert mark.get("state") == "done", (mark, session["sweeper_log"], session["screen"])
+    # The continuation is the interactive Claude's (its UserPromptSubmit hook recorded the
+    # typed resume), not a headless one (whose hook would have stayed silent).
+    assert "continued by hand (UserPromptSubmit): attempt 2 started" in session["hook_log"]
+
+
+def test_five_hour_limit_claude_continues_by_itself(tmp_path: Path) -> None:
+    """(c) five-hour limit under a day ahead: Claude continues by itself, once; rewake armed
+    nothing."""
+    session = run_case(tmp_path, "five_hour", None, close=False)
+    mark = session.get("mark") or {}
+    assert session["continuations"] == 1, session["screen"]
+    assert mark.get("state") in (None, "none"), mark
+
+
+def test_session_closed_before_the_reset_rewake_resumes_headless(tmp_path: Path) -> None:
+    """(d) Opus limit, the session closed before the reset: rewake's headless resume is the one
+    continuation, and the mark ends done."""
+    session = run_case(tmp_path, "seven_day_opus", None, close=True)
+    mark = session.get("mark") or {}
+    assert session["continuations"] == 1, session["sweeper_log"]
+    assert mark.get("state") == "done", (mark, session["sweeper_log"])
+
+
+def wait_armed(box: Box, name: str, process: subprocess.Popen[str], timeout: float) -> str:
+    """The CLI's conversation id once `rewake run` has armed the mark (its record has it)."""
+    from rewake.runner.local import records
+    from rewake.runner.local.store_base import StoreError
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        record = records.load(name, {"REWAKE_STATE_DIR": str(box.root / "state")})
+        try:
+            mark = (session_of(box, name).get("mark") or {}) if record else {}
+        except StoreError:  # the record is saved before the first attempt is recorded
+            mark = {}
+        if record is not None and record.cli_session_id and mark.get("state") == "armed":
+            return record.cli_session_id
+        time.sleep(0.5)
+    out = process.communicate(timeout=10)[0] if process.poll() is not None else ""
+    raise AssertionError(f"rewake run armed nothing in {timeout} s\n{out}")
+
+
+@pytest.mark.parametrize("cli", ["claude", "codex"])
+def test_rewake_run_does_not_resume_a_conversation_continued_by_hand(
+    cli: str, tmp_path: Path
+) -> None:
+    """`rewake run --auto-resume` waits for a reset; before it, the conversation is continued
+    by hand with the CLI's own resume: at the reset the mark ends superseded, nothing is sent
+    (one continuation in all, the hand's), and rewake run exits 7."""
+    pin = CLAUDE if cli == "claude" else CODEX
+    binary = cli_binary(pin)
+    box = Box.make(tmp_path)
+    name = f"hand-{cli}"
+    with mp.running() as mock:
+        now = time.time()
+        reset = int(now + 30)
+        if cli == "claude":
+            api = mp.ANTHROPIC
+            mock.script(api, mp.claude_limit(reset, "five_hour"), mp.answer("By hand."))
+            env = claude_env(box, binary, mock.url, "UTC")
+            argv = ["claude", "-p", PROMPT]
+        else:
+            api = mp.OPENAI
+            mock.script(api, mp.codex_limit(reset, now=now), mp.answer("By hand."))
+            env = codex_env(box, binary, mock.url, "UTC")
+            subprocess.run(["git", "init", "-q", str(box.work)], check=True, timeout=30)
+            argv = ["codex", "exec", PROMPT]
+        process = subprocess.Popen(
+            [sys.executable, "-m", "rewake", "run", "--provider", cli, "--name", name,
+             "--auto-resume", "--", *argv],
+            cwd=box.work, env=rewake_env(box, env), stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            conversation = wait_armed(box, name, process, timeout=120)
+            if cli == "claude":
+                by_hand = [str(binary), "-p", "--resume", conversation, "--", "go on"]
+            else:
+                by_hand = [str(binary), "exec", "resume", conversation, "--json", "--", "go on"]
+            done = subprocess.run(by_hand, cwd=box.work, env=env, capture_output=True, text=True,
+                                  timeout=120, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+            assert done.returncode == 0, done.stdout + done.stderr
+            out = process.communicate(timeout=240)[0]
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.communicate()
+        seen = mock.requests(api)
+    limit = next(i for i, s in enumerate(seen) if s.kind == "limit")
+    after = [s for s in seen[limit + 1 :] if PROMPT in json.dumps(s.body)]
+    assert len(after) == 1, (len(after), out)
+    assert process.returncode == 7, out
+    assert "not resumed" in out, out
+    assert (session_of(box, name).get("mark") or {}).get("state") == "superseded", out
