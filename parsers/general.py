@@ -19,7 +19,7 @@ from collections.abc import Set as AbstractSet
 
 from rewake.parsers import findings
 from rewake.parsers.findings import Finding, Observation
-from rewake.parsers.grammar import Gated
+from rewake.parsers.grammar import Gated, GateIndex, module_gates
 from rewake.parsers.text import Text
 
 # Every alternative starts with a literal character, so the regex engine skips, in C, the
@@ -92,18 +92,21 @@ _WAY_OUT = re.compile(r"switch\b|/model\b|--model\b|to\s+continue\b")
 _WAY_OUT_REACH = 300
 
 
+GATES = module_gates(globals())
+INDEX = GateIndex(GATES)
+
+
 def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Network failures and credit walls, for whichever CLI printed them."""
-    del ctx, opened  # none of these states a time; the needles below gate them
+    del ctx  # none of these states a time
     norm = text.norm
+    if opened is None:
+        opened = INDEX.open(norm)
     found: list[Finding] = []
-    # A plain loop, no generator: this runs for every text, and most hold no needle.
-    for needle in _NETWORK.needles:
-        if needle in norm:
-            for match in _NETWORK.finditer(norm):
-                found.append(findings.failure("transient", None, match.start(), match.end()))
-            break
-    if "credit" in norm or "extra" in norm:
+    if _NETWORK in opened:
+        for match in _NETWORK.finditer(norm):
+            found.append(findings.failure("transient", None, match.start(), match.end()))
+    if _CREDIT_WALL in opened:
         for match in _CREDIT_WALL.finditer(norm):
             line_end = text.line_end_within(match.end(), _WAY_OUT_REACH)
             reach = text.line_end_within(min(line_end + 1, len(norm)), _WAY_OUT_REACH)

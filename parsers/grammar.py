@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import AnyStr
@@ -234,29 +234,129 @@ class Gated:
 
     def _needle_spans(self, text: str) -> list[tuple[int, int]]:
         """Where the needles occur, in the order of the text."""
-        if self._ascii_spellings is not None and not any(kin in text for kin in self._case_kin):
+        searched = _searched(text)
+        if self._ascii_spellings is not None and not any(
+            (searched.holds(kin) if searched else kin in text) for kin in self._case_kin
+        ):
             # Latin-1 with "?" for every other character keeps one byte per character, so
             # offsets stay; no character outside ASCII but the kin is an ASCII letter in
             # another case. A substring search in the lowered bytes is several times faster
             # than the case-blind regex.
+            if searched is not None:
+                return searched.spans_of(searched.lowered(), self._ascii_spellings)
             return _spans_of(text.encode("latin-1", "replace").lower(), self._ascii_spellings)
         if self._case_blind_needle is not None:
             # The search skips needles that overlap one it found; a needle's length in
             # NEEDLE_REACH covers them.
             return [match.span() for match in self._case_blind_needle.finditer(text)]
+        if searched is not None:
+            return searched.spans_of(text, self.needles)
         return _spans_of(text, self.needles)
 
 
 def _spans_of(text: AnyStr, needles: Iterable[AnyStr]) -> list[tuple[int, int]]:
     """Where each needle occurs in text, overlaps included, in the order of the text."""
-    spans = []
+    spans: list[tuple[int, int]] = []
     for needle in needles:
-        at = text.find(needle)
-        while at >= 0:
-            spans.append((at, at + len(needle)))
-            at = text.find(needle, at + 1)
+        spans.extend(_occurrences(text, needle, text.find(needle)))
     spans.sort()
     return spans
+
+
+def _occurrences(text: AnyStr, needle: AnyStr, first: int) -> list[tuple[int, int]]:
+    """Every span of needle in text, overlaps included, from its first occurrence on (-1:
+    none)."""
+    spans = []
+    at = first
+    while at >= 0:
+        spans.append((at, at + len(needle)))
+        at = text.find(needle, at + 1)
+    return spans
+
+
+#: Whether the needle searches in a long text are remembered while the scanners read it
+#: (_Searched). False gives the plain searches; tests/unit/test_parsers_prefilters.py parses
+#: both ways and requires the same verdicts.
+REMEMBER_SEARCHES = True
+
+
+class _Searched:
+    """What the needle searches found in one long text, for every gate and scanner that reads
+    it. Each substring search of a megabyte of scrollback is a pass over all of it: GateIndex
+    looks for every needle once to tell which gates open, and each opened gate then lists
+    where its needles are. Remembered, a needle is looked for once per text: a listing starts
+    at the first occurrence GateIndex found, a needle GateIndex found absent costs nothing
+    more, and a needle two gates share ("overloaded_error") is listed once. The lowered
+    Latin-1 copy that case-blind gates search is built once too."""
+
+    __slots__ = ("_first", "_lowered", "_spans", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._first: dict[str, int] = {}
+        self._spans: dict[str | bytes, list[tuple[int, int]]] = {}
+        self._lowered: bytes | None = None
+
+    def holds(self, needle: str) -> bool:
+        """needle in text, looked for at most once."""
+        return self.first(needle) >= 0
+
+    def first(self, needle: str) -> int:
+        """text.find(needle), looked for at most once."""
+        at = self._first.get(needle)
+        if at is None:
+            at = self._first[needle] = self.text.find(needle)
+        return at
+
+    def lack(self, entries: tuple[_Entry, ...]) -> None:
+        """Note that the text holds none of these needles (nor those inside them): it lacks
+        the character they are filed under."""
+        for needle, _, inner in entries:
+            self._first[needle] = -1
+            self.lack(inner)
+
+    def lowered(self) -> bytes:
+        """text.encode("latin-1", "replace").lower(), built at most once."""
+        if self._lowered is None:
+            self._lowered = self.text.encode("latin-1", "replace").lower()
+        return self._lowered
+
+    def spans_of(self, text: AnyStr, needles: Iterable[AnyStr]) -> list[tuple[int, int]]:
+        """_spans_of(text, needles), each needle listed at most once; text is self.text or
+        self.lowered() (str needles for the one, bytes for the other: the keys never meet)."""
+        spans: list[tuple[int, int]] = []
+        for needle in needles:
+            listed = self._spans.get(needle)
+            if listed is None:
+                first = self.first(needle) if isinstance(needle, str) else text.find(needle)
+                listed = self._spans[needle] = _occurrences(text, needle, first)
+            spans.extend(listed)
+        spans.sort()
+        return spans
+
+
+# The searches of the long text being read. One text at a time, found again by identity: the
+# scanners get the text, not a handle to its searches. Another thread's text replaces it,
+# which costs a search again, never a wrong answer (each _Searched holds its own text alive,
+# so no other text can be it).
+_last_searched: _Searched | None = None
+
+
+def _searched(text: str) -> _Searched | None:
+    """The remembered searches of a long text; None for a short one, read whole anyway."""
+    global _last_searched
+    if not REMEMBER_SEARCHES or len(text) <= _SHARED_STRETCH_GAP:
+        return None
+    searched = _last_searched
+    if searched is None or searched.text is not text:
+        searched = _last_searched = _Searched(text)
+    return searched
+
+
+def forget_searches() -> None:
+    """Let go of the last long text's searches (and the text): the parse that read it is done."""
+    global _last_searched
+    _last_searched = None
 
 
 def _visible(piece: str) -> int:
@@ -389,23 +489,30 @@ class GateIndex:
 
     def open(self, text: str) -> set[Gated]:
         """The patterns with a needle in the text."""
+        searched = _searched(text)
+        # In a long text each needle's search is remembered for the gates that list it.
+        holds = text.__contains__ if searched is None else searched.holds
         opened: set[Gated] = set()
         for character, entries in self._by_character:
             if character in text:
                 for needle, gates, inner in entries:
-                    if needle in text:
+                    if holds(needle):
                         opened.update(gates)
                         if inner:
-                            _open_entries(text, inner, opened)
+                            _open_entries(holds, inner, opened)
+            elif searched is not None:
+                searched.lack(entries)
         return opened
 
 
-def _open_entries(text: str, entries: tuple[_Entry, ...], opened: set[Gated]) -> None:
+def _open_entries(
+    holds: Callable[[str], bool], entries: tuple[_Entry, ...], opened: set[Gated]
+) -> None:
     for needle, gates, inner in entries:
-        if needle in text:
+        if holds(needle):
             opened.update(gates)
             if inner:
-                _open_entries(text, inner, opened)
+                _open_entries(holds, inner, opened)
 
 
 def wrappable(phrase: str) -> str:

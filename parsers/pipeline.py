@@ -14,7 +14,7 @@ from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
 from typing import Literal
 
-from rewake.parsers import claude, codex, gemini, general, structured
+from rewake.parsers import claude, codex, gemini, general, grammar, structured
 from rewake.parsers.decide import decide
 from rewake.parsers.findings import Finding, Observation, failure
 from rewake.parsers.grammar import Gated, GateIndex
@@ -37,11 +37,11 @@ _SCANNERS_FOR: dict[str | None, tuple[_Scanner, ...]] = {
     **{name: (scan, general.scan) for name, scan in _SCANNERS.items()},
 }
 # Which gated patterns a text opens is found once, for every scanner that reads it.
-_ALL_GATES = GateIndex((*claude.GATES, *codex.GATES, *gemini.GATES))
+_ALL_GATES = GateIndex((*claude.GATES, *codex.GATES, *gemini.GATES, *general.GATES))
 _GATES: dict[str, GateIndex] = {
-    "claude": claude.INDEX,
-    "codex": codex.INDEX,
-    "gemini": gemini.INDEX,
+    "claude": GateIndex((*claude.GATES, *general.GATES)),
+    "codex": GateIndex((*codex.GATES, *general.GATES)),
+    "gemini": GateIndex((*gemini.GATES, *general.GATES)),
 }
 
 # Every alternative starts with a literal character ("Resets" and "resets" spelled out, not
@@ -96,7 +96,11 @@ def parse(
         raise TypeError("text must be a str")
     ctx = Observation(observed_utc, zone)
     source = normalize(text)
-    found = _scan(source, ctx, provider)
+    try:
+        found = _scan(source, ctx, provider)
+    finally:
+        # The needle searches a long text's gates shared hold the text: let go of both.
+        grammar.forget_searches()
     # Counting the marks is three passes over the text: done at most once, and only when needed.
     detected: Provider | Literal[False] | None = False
     if provider is None and _read_alike(found):
@@ -147,12 +151,9 @@ def _scan(source: Text, ctx: Observation, provider: str | None) -> list[Finding]
     read = structured.read(norm, ctx)
     found = [f for f in read.findings if provider is None or f.provider in (None, provider)]
     if read.spans:
-        hidden = list(norm)
-        for start, end in read.spans:
-            hidden[start:end] = " " * (end - start)
         text_view = Text(
             original=source.original,
-            norm="".join(hidden),
+            norm=_hidden(norm, read.spans),
             _runs_norm=source._runs_norm,
             _runs_orig=source._runs_orig,
         )
@@ -181,6 +182,22 @@ def _scan(source: Text, ctx: Observation, provider: str | None) -> list[Finding]
             )  # fmt: skip
         found.extend(placed)
     return found
+
+
+def _hidden(norm: str, spans: list[tuple[int, int]]) -> str:
+    """norm with each span blanked by as many spaces: offsets stay. Joined from slices, not
+    from a list of every character of a megabyte."""
+    pieces = []
+    kept_from = 0
+    for start, end in sorted(spans):
+        if end <= kept_from:
+            continue
+        start = max(start, kept_from)
+        pieces.append(norm[kept_from:start])
+        pieces.append(" " * (end - start))
+        kept_from = end
+    pieces.append(norm[kept_from:])
+    return "".join(pieces)
 
 
 def _scan_text(
