@@ -7,6 +7,7 @@ quantifiers, so a scan stays linear in the length of the scrollback.
 from __future__ import annotations
 
 import re
+import threading
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -384,28 +385,31 @@ def _latin1_needle(needle: str) -> bytes | None:
     return encoded
 
 
-# The searches of the long text being read. One text at a time, found again by identity: the
-# scanners get the text, not a handle to its searches. Another thread's text replaces it,
-# which costs a search again, never a wrong answer (each _Searched holds its own text alive,
-# so no other text can be it).
-_last_searched: _Searched | None = None
+class _Slot(threading.local):
+    """The searches of the long text this thread is reading."""
+
+    searched: _Searched | None = None
+
+
+# One text at a time per thread, found again by identity: the scanners get the text, not a
+# handle to its searches. Per thread, so parses in two threads do not keep replacing each
+# other's searches; a _Searched holds its own text alive, so no other text can be it.
+_SLOT = _Slot()
 
 
 def _searched(text: str) -> _Searched | None:
     """The remembered searches of a long text; None for a short one, read whole anyway."""
-    global _last_searched
     if not REMEMBER_SEARCHES or len(text) <= _SHARED_STRETCH_GAP:
         return None
-    searched = _last_searched
+    searched = _SLOT.searched
     if searched is None or searched.text is not text:
-        searched = _last_searched = _Searched(text)
+        searched = _SLOT.searched = _Searched(text)
     return searched
 
 
 def forget_searches() -> None:
-    """Let go of the last long text's searches (and the text): the parse that read it is done."""
-    global _last_searched
-    _last_searched = None
+    """Let go of this thread's last long text's searches (and the text): its parse is done."""
+    _SLOT.searched = None
 
 
 def _visible(piece: str) -> int:

@@ -336,6 +336,29 @@ def test_gate_index_opens_the_same_gates_with_searches_remembered(
         grammar.forget_searches()
 
 
+def test_each_thread_remembers_the_searches_of_its_own_text() -> None:
+    """A thread reading one long text does not see or replace another thread's remembered
+    searches, and parses in threads give the verdicts of parses one after the other."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    text, other = (normalize(t).norm for t in _long_scrollbacks(2, seed=5))
+    mine = grammar._searched(text)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        theirs = pool.submit(grammar._searched, other).result()
+    assert theirs is not None and theirs.text is other
+    assert grammar._searched(text) is mine
+    grammar.forget_searches()
+
+    scrollbacks = _long_scrollbacks(8, seed=9)
+    observed = datetime(2026, 7, 25, 12, 0, tzinfo=UTC)
+
+    def verdict(text: str) -> Any:
+        return parse(text, observed_at=observed, zone="Europe/Berlin")
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert list(pool.map(verdict, scrollbacks)) == [verdict(t) for t in scrollbacks]
+
+
 def test_case_blind_gates_find_their_needles_in_any_case() -> None:
     """A case-blind pattern reads a needle spelled in another case than its listed ones, as
     its regex does, wherever a listed one opened it."""
