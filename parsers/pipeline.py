@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
+from functools import cache
 from typing import Literal
 
 from rewake.parsers import claude, codex, gemini, general, grammar, structured
@@ -38,11 +39,17 @@ _SCANNERS_FOR: dict[str | None, tuple[_Scanner, ...]] = {
 }
 # Which gated patterns a text opens is found once, for every scanner that reads it.
 _ALL_GATES = GateIndex((*claude.GATES, *codex.GATES, *gemini.GATES, *general.GATES))
-_GATES: dict[str, GateIndex] = {
-    "claude": GateIndex((*claude.GATES, *general.GATES)),
-    "codex": GateIndex((*codex.GATES, *general.GATES)),
-    "gemini": GateIndex((*gemini.GATES, *general.GATES)),
-}
+_PROVIDER_GATES = {"claude": claude.GATES, "codex": codex.GATES, "gemini": gemini.GATES}
+
+
+@cache
+def _gates(reader: str | None) -> GateIndex:
+    """The index of the gates a reader's scanners read; one CLI's is built when first needed:
+    `rewake parse` of one message without a provider never needs one."""
+    if reader is None:
+        return _ALL_GATES
+    return GateIndex((*_PROVIDER_GATES[reader], *general.GATES))
+
 
 # Every alternative starts with a literal character ("Resets" and "resets" spelled out, not
 # [Rr]): only then does the regex engine skip, in C, the positions where none can start; one
@@ -142,7 +149,7 @@ def _scan(source: Text, ctx: Observation, provider: str | None) -> list[Finding]
     """Findings from JSON lines first, then from the text with those lines hidden."""
     norm = source.norm
     scanners = _SCANNERS_FOR[provider]
-    gates = _GATES[provider] if provider else _ALL_GATES
+    gates = _gates(provider)
     # Most texts hold no JSON line: they skip decoding, the hidden copy and the inner messages.
     if not structured.may_hold_json(norm):
         found: list[Finding] = []
@@ -166,7 +173,7 @@ def _scan(source: Text, ctx: Observation, provider: str | None) -> list[Finding]
         inner = normalize(message.text)
         # One needle pass for all the scanners that read the message, as for the text.
         reader = provider or message.provider
-        inner_opened = (_GATES[reader] if reader else _ALL_GATES).open(inner.norm)
+        inner_opened = _gates(reader).open(inner.norm)
         placed = [
             _place(source, message, inner, finding)
             for scan in _SCANNERS_FOR[reader]
