@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Set as AbstractSet
+from functools import cache
 
 from rewake.parsers import findings
 from rewake.parsers.findings import Finding, Observation
@@ -91,9 +92,16 @@ _CREDIT_WALL = Gated(
 _WAY_OUT = re.compile(r"switch\b|/model\b|--model\b|to\s+continue\b")
 _WAY_OUT_REACH = 300
 
-
+#: Every gated pattern this scanner runs; parse files them in its GateIndex with the CLIs'.
 GATES = module_gates(globals())
-INDEX = GateIndex(GATES)
+
+
+# Built when first needed: parse passes the gates it opened for all scanners at once, so only
+# a caller that scans without them (a test) needs this scanner's own index.
+@cache
+def _index() -> GateIndex:
+    """Which of GATES a text opens."""
+    return GateIndex(GATES)
 
 
 def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
@@ -101,7 +109,7 @@ def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None)
     del ctx  # none of these states a time
     norm = text.norm
     if opened is None:
-        opened = INDEX.open(norm)
+        opened = _index().open(norm)
     found: list[Finding] = []
     if _NETWORK in opened:
         for match in _NETWORK.finditer(norm):
