@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Set as AbstractSet
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Final
 
 from rewake.parsers import claude_failures, clock, findings
@@ -282,15 +282,21 @@ _COMMON = findings.CommonPatterns(
 #: Every gated pattern this scanner runs; a text that opens none holds nothing it reads.
 GATES = module_gates(globals(), *claude_failures.GATES)
 _GATE_SET = frozenset(GATES)
-#: Which of them a text opens; the pipeline asks it when the caller names this provider.
-INDEX = GateIndex(GATES)
+
+
+# Built when first needed: parse passes the gates it opened for all scanners at once, so only
+# a caller that scans without them (a test) needs this scanner's own index.
+@cache
+def _index() -> GateIndex:
+    """Which of GATES a text opens."""
+    return GateIndex(GATES)
 
 
 def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Every Claude Code banner, failure and marker in the text."""
     norm = text.norm
     if opened is None:
-        opened = INDEX.open(norm)
+        opened = _index().open(norm)
     if opened.isdisjoint(_GATE_SET):
         return []
     found: list[Finding] = []

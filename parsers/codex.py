@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Set as AbstractSet
+from functools import cache
 from typing import Final
 
 from rewake.parsers import clock, findings
@@ -253,15 +254,21 @@ _COMMON = findings.CommonPatterns(
 GATES = module_gates(globals(), *(pattern for pattern, _, _ in _NO_RESET))
 _NO_RESET_GATES = frozenset(pattern for pattern, _, _ in _NO_RESET)
 _GATE_SET = frozenset(GATES)
-#: Which of them a text opens; the pipeline asks it when the caller names this provider.
-INDEX = GateIndex(GATES)
+
+
+# Built when first needed: parse passes the gates it opened for all scanners at once, so only
+# a caller that scans without them (a test) needs this scanner's own index.
+@cache
+def _index() -> GateIndex:
+    """Which of GATES a text opens."""
+    return GateIndex(GATES)
 
 
 def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Every Codex banner, failure and marker in the text."""
     norm = text.norm
     if opened is None:
-        opened = INDEX.open(norm)
+        opened = _index().open(norm)
     if opened.isdisjoint(_GATE_SET):
         return []
     found: list[Finding] = []

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Set as AbstractSet
+from functools import cache
 from typing import Final
 
 from rewake.parsers import clock, findings
@@ -208,15 +209,21 @@ _COMMON = findings.CommonPatterns(
 #: Every gated pattern this scanner runs; a text that opens none holds nothing it reads.
 GATES = module_gates(globals())
 _GATE_SET = frozenset(GATES)
-#: Which of them a text opens; the pipeline asks it when the caller names this provider.
-INDEX = GateIndex(GATES)
+
+
+# Built when first needed: parse passes the gates it opened for all scanners at once, so only
+# a caller that scans without them (a test) needs this scanner's own index.
+@cache
+def _index() -> GateIndex:
+    """Which of GATES a text opens."""
+    return GateIndex(GATES)
 
 
 def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Every Gemini banner, failure and marker in the text."""
     norm = text.norm
     if opened is None:
-        opened = INDEX.open(norm)
+        opened = _index().open(norm)
     if opened.isdisjoint(_GATE_SET):
         return []
     found: list[Finding] = []

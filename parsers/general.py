@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Set as AbstractSet
+from functools import cache
 
 from rewake.parsers import findings
 from rewake.parsers.findings import Finding, Observation
-from rewake.parsers.grammar import Gated
+from rewake.parsers.grammar import Gated, GateIndex, module_gates
 from rewake.parsers.text import Text
 
 # Every alternative starts with a literal character, so the regex engine skips, in C, the
@@ -91,19 +92,29 @@ _CREDIT_WALL = Gated(
 _WAY_OUT = re.compile(r"switch\b|/model\b|--model\b|to\s+continue\b")
 _WAY_OUT_REACH = 300
 
+#: Every gated pattern this scanner runs; parse files them in its GateIndex with the CLIs'.
+GATES = module_gates(globals())
+
+
+# Built when first needed: parse passes the gates it opened for all scanners at once, so only
+# a caller that scans without them (a test) needs this scanner's own index.
+@cache
+def _index() -> GateIndex:
+    """Which of GATES a text opens."""
+    return GateIndex(GATES)
+
 
 def scan(text: Text, ctx: Observation, opened: AbstractSet[Gated] | None = None) -> list[Finding]:
     """Network failures and credit walls, for whichever CLI printed them."""
-    del ctx, opened  # none of these states a time; the needles below gate them
+    del ctx  # none of these states a time
     norm = text.norm
+    if opened is None:
+        opened = _index().open(norm)
     found: list[Finding] = []
-    # A plain loop, no generator: this runs for every text, and most hold no needle.
-    for needle in _NETWORK.needles:
-        if needle in norm:
-            for match in _NETWORK.finditer(norm):
-                found.append(findings.failure("transient", None, match.start(), match.end()))
-            break
-    if "credit" in norm or "extra" in norm:
+    if _NETWORK in opened:
+        for match in _NETWORK.finditer(norm):
+            found.append(findings.failure("transient", None, match.start(), match.end()))
+    if _CREDIT_WALL in opened:
         for match in _CREDIT_WALL.finditer(norm):
             line_end = text.line_end_within(match.end(), _WAY_OUT_REACH)
             reach = text.line_end_within(min(line_end + 1, len(norm)), _WAY_OUT_REACH)

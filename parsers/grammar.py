@@ -7,8 +7,9 @@ quantifiers, so a scan stays linear in the length of the scrollback.
 from __future__ import annotations
 
 import re
+import threading
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import AnyStr
@@ -234,29 +235,181 @@ class Gated:
 
     def _needle_spans(self, text: str) -> list[tuple[int, int]]:
         """Where the needles occur, in the order of the text."""
-        if self._ascii_spellings is not None and not any(kin in text for kin in self._case_kin):
+        searched = _searched(text)
+        if self._ascii_spellings is not None and not any(
+            (searched.holds(kin) if searched else kin in text) for kin in self._case_kin
+        ):
             # Latin-1 with "?" for every other character keeps one byte per character, so
             # offsets stay; no character outside ASCII but the kin is an ASCII letter in
             # another case. A substring search in the lowered bytes is several times faster
             # than the case-blind regex.
+            if searched is not None:
+                return searched.lowered_spans_of(self._ascii_spellings)
             return _spans_of(text.encode("latin-1", "replace").lower(), self._ascii_spellings)
         if self._case_blind_needle is not None:
             # The search skips needles that overlap one it found; a needle's length in
             # NEEDLE_REACH covers them.
             return [match.span() for match in self._case_blind_needle.finditer(text)]
+        if searched is not None:
+            return searched.spans_of(self.needles)
         return _spans_of(text, self.needles)
 
 
 def _spans_of(text: AnyStr, needles: Iterable[AnyStr]) -> list[tuple[int, int]]:
     """Where each needle occurs in text, overlaps included, in the order of the text."""
-    spans = []
+    spans: list[tuple[int, int]] = []
     for needle in needles:
-        at = text.find(needle)
-        while at >= 0:
-            spans.append((at, at + len(needle)))
-            at = text.find(needle, at + 1)
+        spans.extend(_occurrences(text, needle, text.find(needle)))
     spans.sort()
     return spans
+
+
+def _occurrences(text: AnyStr, needle: AnyStr, first: int) -> list[tuple[int, int]]:
+    """Every span of needle in text, overlaps included, from its first occurrence on (-1:
+    none)."""
+    spans = []
+    at = first
+    while at >= 0:
+        spans.append((at, at + len(needle)))
+        at = text.find(needle, at + 1)
+    return spans
+
+
+#: Whether the needle searches in a long text are remembered while the scanners read it
+#: (_Searched). False gives the plain searches; tests/unit/test_parsers_prefilters.py parses
+#: both ways and requires the same verdicts.
+REMEMBER_SEARCHES = True
+
+
+class _Searched:
+    """What the needle searches found in one long text, for every gate and scanner that reads
+    it. Each substring search of a megabyte of scrollback is a pass over all of it: GateIndex
+    looks for every needle once to tell which gates open, and each opened gate then lists
+    where its needles are. Remembered, a needle is looked for once per text: a listing starts
+    at the first occurrence GateIndex found, a needle GateIndex found absent costs nothing
+    more, and a needle two gates share ("overloaded_error") is listed once.
+
+    A needle in Latin-1 is looked for in the text's Latin-1 copy, one byte per character
+    ("?" for every other): a byte search runs over a quarter of the memory of a text that
+    holds an emoji, and finds the needle exactly where the text holds it. The lowered copy
+    that case-blind gates search is made from it, once."""
+
+    __slots__ = ("_first", "_latin1", "_lowered", "_lowered_spans", "_spans", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._first: dict[str, int] = {}
+        self._spans: dict[str, list[tuple[int, int]]] = {}
+        self._lowered_spans: dict[bytes, list[tuple[int, int]]] = {}
+        self._latin1: bytes | None = None
+        self._lowered: bytes | None = None
+
+    def holds(self, needle: str) -> bool:
+        """needle in text, looked for at most once."""
+        return self.first(needle) >= 0
+
+    def first(self, needle: str) -> int:
+        """text.find(needle), looked for at most once."""
+        at = self._first.get(needle)
+        if at is None:
+            encoded = _latin1_needle(needle)
+            at = self.text.find(needle) if encoded is None else self._bytes().find(encoded)
+            self._first[needle] = at
+        return at
+
+    def lack(self, entries: tuple[_Entry, ...]) -> None:
+        """Note that the text holds none of these needles (nor those inside them): it lacks
+        the character they are filed under."""
+        for needle, _, inner in entries:
+            self._first[needle] = -1
+            self.lack(inner)
+
+    def spans_of(self, needles: Iterable[str]) -> list[tuple[int, int]]:
+        """_spans_of(text, needles), each needle listed at most once."""
+        spans: list[tuple[int, int]] = []
+        for needle in needles:
+            listed = self._spans.get(needle)
+            if listed is None:
+                encoded = _latin1_needle(needle)
+                first = self.first(needle)
+                listed = self._spans[needle] = (
+                    _occurrences(self.text, needle, first)
+                    if encoded is None
+                    else _occurrences(self._bytes(), encoded, first)
+                )
+            spans.extend(listed)
+        spans.sort()
+        return spans
+
+    def lowered_spans_of(self, spellings: Iterable[bytes]) -> list[tuple[int, int]]:
+        """_spans_of(text.encode("latin-1", "replace").lower(), spellings), each spelling
+        listed at most once."""
+        if self._lowered is None:
+            self._lowered = self._bytes().lower()
+        spans: list[tuple[int, int]] = []
+        for spelling in spellings:
+            listed = self._lowered_spans.get(spelling)
+            if listed is None:
+                listed = self._lowered_spans[spelling] = _occurrences(
+                    self._lowered, spelling, self._lowered.find(spelling)
+                )
+            spans.extend(listed)
+        spans.sort()
+        return spans
+
+    def _bytes(self) -> bytes:
+        if self._latin1 is None:
+            self._latin1 = self.text.encode("latin-1", "replace")
+        return self._latin1
+
+
+# Needles are few and fixed: each one's Latin-1 form is worked out once.
+_LATIN1_NEEDLES: dict[str, bytes | None] = {}
+
+
+def _latin1_needle(needle: str) -> bytes | None:
+    """The needle in Latin-1 when a search of a text's Latin-1 copy finds it exactly where the
+    text holds it: each of its characters in Latin-1, none "?" (which stands for the others
+    in the copy); else None."""
+    try:
+        return _LATIN1_NEEDLES[needle]
+    except KeyError:
+        pass
+    try:
+        encoded: bytes | None = needle.encode("latin-1")
+    except UnicodeEncodeError:
+        encoded = None
+    if encoded is not None and b"?" in encoded:
+        encoded = None
+    _LATIN1_NEEDLES[needle] = encoded
+    return encoded
+
+
+class _Slot(threading.local):
+    """The searches of the long text this thread is reading."""
+
+    searched: _Searched | None = None
+
+
+# One text at a time per thread, found again by identity: the scanners get the text, not a
+# handle to its searches. Per thread, so parses in two threads do not keep replacing each
+# other's searches; a _Searched holds its own text alive, so no other text can be it.
+_SLOT = _Slot()
+
+
+def _searched(text: str) -> _Searched | None:
+    """The remembered searches of a long text; None for a short one, read whole anyway."""
+    if not REMEMBER_SEARCHES or len(text) <= _SHARED_STRETCH_GAP:
+        return None
+    searched = _SLOT.searched
+    if searched is None or searched.text is not text:
+        searched = _SLOT.searched = _Searched(text)
+    return searched
+
+
+def forget_searches() -> None:
+    """Let go of this thread's last long text's searches (and the text): its parse is done."""
+    _SLOT.searched = None
 
 
 def _visible(piece: str) -> int:
@@ -389,23 +542,30 @@ class GateIndex:
 
     def open(self, text: str) -> set[Gated]:
         """The patterns with a needle in the text."""
+        searched = _searched(text)
+        # In a long text each needle's search is remembered for the gates that list it.
+        holds = text.__contains__ if searched is None else searched.holds
         opened: set[Gated] = set()
         for character, entries in self._by_character:
             if character in text:
                 for needle, gates, inner in entries:
-                    if needle in text:
+                    if holds(needle):
                         opened.update(gates)
                         if inner:
-                            _open_entries(text, inner, opened)
+                            _open_entries(holds, inner, opened)
+            elif searched is not None:
+                searched.lack(entries)
         return opened
 
 
-def _open_entries(text: str, entries: tuple[_Entry, ...], opened: set[Gated]) -> None:
+def _open_entries(
+    holds: Callable[[str], bool], entries: tuple[_Entry, ...], opened: set[Gated]
+) -> None:
     for needle, gates, inner in entries:
-        if needle in text:
+        if holds(needle):
             opened.update(gates)
             if inner:
-                _open_entries(text, inner, opened)
+                _open_entries(holds, inner, opened)
 
 
 def wrappable(phrase: str) -> str:

@@ -12,9 +12,10 @@ import re
 from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from datetime import UTC, datetime
+from functools import cache
 from typing import Literal
 
-from rewake.parsers import claude, codex, gemini, general, structured
+from rewake.parsers import claude, codex, gemini, general, grammar, structured
 from rewake.parsers.decide import decide
 from rewake.parsers.findings import Finding, Observation, failure
 from rewake.parsers.grammar import Gated, GateIndex
@@ -37,12 +38,18 @@ _SCANNERS_FOR: dict[str | None, tuple[_Scanner, ...]] = {
     **{name: (scan, general.scan) for name, scan in _SCANNERS.items()},
 }
 # Which gated patterns a text opens is found once, for every scanner that reads it.
-_ALL_GATES = GateIndex((*claude.GATES, *codex.GATES, *gemini.GATES))
-_GATES: dict[str, GateIndex] = {
-    "claude": claude.INDEX,
-    "codex": codex.INDEX,
-    "gemini": gemini.INDEX,
-}
+_ALL_GATES = GateIndex((*claude.GATES, *codex.GATES, *gemini.GATES, *general.GATES))
+_PROVIDER_GATES = {"claude": claude.GATES, "codex": codex.GATES, "gemini": gemini.GATES}
+
+
+@cache
+def _gates(reader: str | None) -> GateIndex:
+    """The index of the gates a reader's scanners read; one CLI's is built when first needed:
+    `rewake parse` of one message without a provider never needs one."""
+    if reader is None:
+        return _ALL_GATES
+    return GateIndex((*_PROVIDER_GATES[reader], *general.GATES))
+
 
 # Every alternative starts with a literal character ("Resets" and "resets" spelled out, not
 # [Rr]): only then does the regex engine skip, in C, the positions where none can start; one
@@ -96,7 +103,11 @@ def parse(
         raise TypeError("text must be a str")
     ctx = Observation(observed_utc, zone)
     source = normalize(text)
-    found = _scan(source, ctx, provider)
+    try:
+        found = _scan(source, ctx, provider)
+    finally:
+        # The needle searches a long text's gates shared hold the text: let go of both.
+        grammar.forget_searches()
     # Counting the marks is three passes over the text: done at most once, and only when needed.
     detected: Provider | Literal[False] | None = False
     if provider is None and _read_alike(found):
@@ -138,7 +149,7 @@ def _scan(source: Text, ctx: Observation, provider: str | None) -> list[Finding]
     """Findings from JSON lines first, then from the text with those lines hidden."""
     norm = source.norm
     scanners = _SCANNERS_FOR[provider]
-    gates = _GATES[provider] if provider else _ALL_GATES
+    gates = _gates(provider)
     # Most texts hold no JSON line: they skip decoding, the hidden copy and the inner messages.
     if not structured.may_hold_json(norm):
         found: list[Finding] = []
@@ -147,12 +158,9 @@ def _scan(source: Text, ctx: Observation, provider: str | None) -> list[Finding]
     read = structured.read(norm, ctx)
     found = [f for f in read.findings if provider is None or f.provider in (None, provider)]
     if read.spans:
-        hidden = list(norm)
-        for start, end in read.spans:
-            hidden[start:end] = " " * (end - start)
         text_view = Text(
             original=source.original,
-            norm="".join(hidden),
+            norm=_hidden(norm, read.spans),
             _runs_norm=source._runs_norm,
             _runs_orig=source._runs_orig,
         )
@@ -165,7 +173,7 @@ def _scan(source: Text, ctx: Observation, provider: str | None) -> list[Finding]
         inner = normalize(message.text)
         # One needle pass for all the scanners that read the message, as for the text.
         reader = provider or message.provider
-        inner_opened = (_GATES[reader] if reader else _ALL_GATES).open(inner.norm)
+        inner_opened = _gates(reader).open(inner.norm)
         placed = [
             _place(source, message, inner, finding)
             for scan in _SCANNERS_FOR[reader]
@@ -181,6 +189,22 @@ def _scan(source: Text, ctx: Observation, provider: str | None) -> list[Finding]
             )  # fmt: skip
         found.extend(placed)
     return found
+
+
+def _hidden(norm: str, spans: list[tuple[int, int]]) -> str:
+    """norm with each span blanked by as many spaces: offsets stay. Joined from slices, not
+    from a list of every character of a megabyte."""
+    pieces = []
+    kept_from = 0
+    for start, end in sorted(spans):
+        if end <= kept_from:
+            continue
+        start = max(start, kept_from)
+        pieces.append(norm[kept_from:start])
+        pieces.append(" " * (end - start))
+        kept_from = end
+    pieces.append(norm[kept_from:])
+    return "".join(pieces)
 
 
 def _scan_text(

@@ -6,13 +6,13 @@ import random
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rewake.parsers import claude, codex, gemini, pipeline
+from rewake.parsers import claude, codex, gemini, general, pipeline
 from rewake.parsers.findings import Observation
 from rewake.parsers.grammar import Gated, GateIndex
 from rewake.parsers.text import normalize
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
-ALL_GATES = (*claude.GATES, *codex.GATES, *gemini.GATES)
+ALL_GATES = (*claude.GATES, *codex.GATES, *gemini.GATES, *general.GATES)
 
 
 def _opened_one_by_one(text: str) -> set[Gated]:
@@ -34,10 +34,17 @@ def _texts() -> list[str]:
 
 def test_index_opens_what_each_gate_opens() -> None:
     """GateIndex.open gives the patterns with a needle in the text, on corpus and made-up
-    texts, for the index over all scanners and for each scanner's own."""
+    texts, for the index over all scanners, for each scanner's own, and for the ones parse
+    uses for a given CLI (its scanner's and the shared one's)."""
+    modules = (claude, codex, gemini, general)
     indexes = [
         (GateIndex(ALL_GATES), set(ALL_GATES)),
-        *((GateIndex(module.GATES), set(module.GATES)) for module in (claude, codex, gemini)),
+        (pipeline._gates(None), set(ALL_GATES)),
+        *((GateIndex(module.GATES), set(module.GATES)) for module in modules),
+        *(
+            (pipeline._gates(name), {*module.GATES, *general.GATES})
+            for name, module in (("claude", claude), ("codex", codex), ("gemini", gemini))
+        ),
     ]
     for text in _texts():
         expected = _opened_one_by_one(text)
@@ -52,5 +59,5 @@ def test_scanners_read_the_same_with_a_shared_index() -> None:
     for path in sorted(CORPUS.glob("*/*.txt")):
         text = normalize(path.read_text(encoding="utf-8"))
         opened = pipeline._ALL_GATES.open(text.norm)
-        for module in (claude, codex, gemini):
+        for module in (claude, codex, gemini, general):
             assert module.scan(text, context, opened) == module.scan(text, context), path.name

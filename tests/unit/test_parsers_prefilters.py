@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from rewake.parsers import claude, grammar, parse, timeres
+from rewake.parsers import claude, general, grammar, parse, timeres
 from rewake.parsers.grammar import NEEDLE_REACH, Gated, all_needles
 from rewake.parsers.text import _FOLD, fold, normalize
 
@@ -169,7 +169,7 @@ def test_gates_never_hide_a_match(monkeypatch: pytest.MonkeyPatch) -> None:
     for text in texts:
         for variant in [text, *_wrapped_variants(text, rng)]:
             norm = normalize(variant).norm
-            for gate in (*claude.GATES, *codex.GATES, *gemini.GATES):
+            for gate in (*claude.GATES, *codex.GATES, *gemini.GATES, *general.GATES):
                 gated = [match.span() for match in gate.finditer(norm)]
                 plain = [match.span() for match in gate.pattern.finditer(norm)]
                 if gated != plain:
@@ -195,7 +195,7 @@ def test_gates_read_long_scrollback_as_the_whole_text(
     monkeypatch.setattr(grammar, "_SHARED_STRETCH_GAP", shared_stretch_gap)
     rng = random.Random(21)
     messages = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
-    gates = (*claude.GATES, *codex.GATES, *gemini.GATES)
+    gates = (*claude.GATES, *codex.GATES, *gemini.GATES, *general.GATES)
     differing = []
     for round_ in range(60):
         parts = []
@@ -230,6 +230,133 @@ def test_stretches_look_at_each_character_at_most_twice(monkeypatch: pytest.Monk
         match.span() for match in gated.pattern.finditer(text)
     ]
     assert sum(looked_at) <= 2 * len(text)
+
+
+#: Lines a long scrollback holds between CLI messages: shell output, a TUI's borders, a
+#: stream-json row, an emoji (the text is then four bytes a character), Latin-1 and wider
+#: letters, the case-blind regex's kin of ASCII letters, and "?" beside needle words.
+_SCROLLBACK_NOISE = (
+    "$ npm test",
+    "  \u2713 renders the banner (12 ms)",
+    "2026-07-25 14:03:11,123 INFO worker: job 4411 finished in 3.2s",
+    "\u256d\u2500\u2500\u2500\u2500\u256e",
+    "\x1b[1;32m\u2714\x1b[0m Compiled successfully",
+    '{"type":"assistant","message":{"content":[{"type":"text","text":"Running the tests."}]}}',
+    '{"captured_at":"2026-07-25T12:00:00Z","error":"fetch failed: ECONNRESET"}',
+    "\U0001f590 caf\u00e9 \u00c9t\u00e9 \u4e2d\u6587 \u017fpend \u0130NSUFFICIENT",
+    "Connection? refused? credit? usage? limit? 5pm?",
+    "\u273b Brewed for 1h 14m 17s",
+)
+
+
+def _long_scrollbacks(count: int, seed: int) -> list[str]:
+    """Scrollbacks of 5-80 KiB: noise with corpus messages of every CLI here and there."""
+    rng = random.Random(seed)
+    messages = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
+    texts = []
+    for _ in range(count):
+        size = rng.randint(5_000, 80_000)
+        parts: list[str] = []
+        length = 0
+        while length < size:
+            part = rng.choice(messages) if rng.random() < 0.08 else rng.choice(_SCROLLBACK_NOISE)
+            parts.append(part)
+            length += len(part) + 1
+        texts.append("\n".join(parts))
+    return texts
+
+
+@pytest.mark.parametrize("shared_stretch_gap", [0, grammar._SHARED_STRETCH_GAP])
+def test_remembered_needle_searches_give_the_plain_verdicts(
+    shared_stretch_gap: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parsing with a long text's needle searches remembered for every gate (and done in its
+    Latin-1 copy) gives the verdicts of searching afresh for each gate, on every corpus text
+    and on long generated scrollbacks; with every text read in stretches, and as parse does."""
+    monkeypatch.setattr(grammar, "_SHARED_STRETCH_GAP", shared_stretch_gap)
+    texts = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
+    scrollbacks = 12 if shared_stretch_gap else 4
+    texts += _long_scrollbacks(scrollbacks, seed=shared_stretch_gap + 3)
+    observed = datetime(2026, 7, 25, 12, 0, tzinfo=UTC)
+
+    def verdicts() -> list[Any]:
+        return [parse(text, observed_at=observed, zone="Europe/Berlin") for text in texts]
+
+    remembered = verdicts()
+    monkeypatch.setattr(grammar, "REMEMBER_SEARCHES", False)
+    assert verdicts() == remembered
+    # The scrollbacks' verdicts rest on words found: the comparison is not of empty verdicts.
+    assert sum(verdict.evidence is not None for verdict in remembered[-scrollbacks:]) >= (
+        scrollbacks // 2
+    )
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "x\u4e2dy and x?y, ECONNRESET",
+        "\U0001f590 Connection refused \u00e9 credit \u017fpend Spend SPEND",
+        "caf\u00e9 caf? \u00ff\u00ff \u273b \u273b",
+    ],
+)
+def test_remembered_searches_find_each_needle_where_the_text_holds_it(text: str) -> None:
+    """The remembered searches, in the Latin-1 copy or the text itself, find each needle at
+    exactly the places str.find finds it, also needles with a "?", which in the copy stands
+    for every character outside Latin-1, and needles outside Latin-1."""
+    long_text = text + " " * 5_000 + text
+    needles = ("x?y", "?", "ECONNRESET", "Connection", "caf\u00e9", "\u00ff", "\u273b", "Spend")
+    searched = grammar._Searched(long_text)
+    for needle in needles:
+        assert searched.first(needle) == long_text.find(needle)
+        assert searched.holds(needle) == (needle in long_text)
+    assert searched.spans_of(needles) == grammar._spans_of(long_text, needles)
+    # Listed twice, the second time from memory: the same spans.
+    assert searched.spans_of(needles[::-1]) == grammar._spans_of(long_text, needles)
+    spellings = (b"spend", b"connection", b"caf\xe9")
+    lowered = long_text.encode("latin-1", "replace").lower()
+    assert searched.lowered_spans_of(spellings) == grammar._spans_of(lowered, spellings)
+
+
+def test_gate_index_opens_the_same_gates_with_searches_remembered(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """GateIndex opens the same gates in a long text whether its needle searches are
+    remembered or not, and every needle it notes absent is absent from the text."""
+    from rewake.parsers import pipeline
+
+    for text in _long_scrollbacks(6, seed=11):
+        norm = normalize(text).norm
+        remembered = pipeline._ALL_GATES.open(norm)
+        searched = grammar._searched(norm)
+        assert searched is not None
+        assert all(norm.find(needle) == at for needle, at in searched._first.items())
+        monkeypatch.setattr(grammar, "REMEMBER_SEARCHES", False)
+        assert pipeline._ALL_GATES.open(norm) == remembered
+        monkeypatch.setattr(grammar, "REMEMBER_SEARCHES", True)
+        grammar.forget_searches()
+
+
+def test_each_thread_remembers_the_searches_of_its_own_text() -> None:
+    """A thread reading one long text does not see or replace another thread's remembered
+    searches, and parses in threads give the verdicts of parses one after the other."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    text, other = (normalize(t).norm for t in _long_scrollbacks(2, seed=5))
+    mine = grammar._searched(text)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        theirs = pool.submit(grammar._searched, other).result()
+    assert theirs is not None and theirs.text is other
+    assert grammar._searched(text) is mine
+    grammar.forget_searches()
+
+    scrollbacks = _long_scrollbacks(8, seed=9)
+    observed = datetime(2026, 7, 25, 12, 0, tzinfo=UTC)
+
+    def verdict(text: str) -> Any:
+        return parse(text, observed_at=observed, zone="Europe/Berlin")
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        assert list(pool.map(verdict, scrollbacks)) == [verdict(t) for t in scrollbacks]
 
 
 def test_case_blind_gates_find_their_needles_in_any_case() -> None:
@@ -373,7 +500,7 @@ def test_every_gated_pattern_reads_within_the_needle_reach() -> None:
     from rewake.parsers import codex, gemini
 
     too_far = {}
-    for gate in (*claude.GATES, *codex.GATES, *gemini.GATES):
+    for gate in (*claude.GATES, *codex.GATES, *gemini.GATES, *general.GATES):
         reach = _pattern_reach(gate.pattern)
         longest_needle = max(map(len, gate.needles))
         if reach + longest_needle >= NEEDLE_REACH:
