@@ -31,6 +31,8 @@ from realcli_drive import (
     claude_env,
     cli_binary,
     codex_env,
+    descendants,
+    end_processes,
     gemini_env,
     waits_for,
 )
@@ -39,7 +41,8 @@ from realcli_install import CLAUDE, CODEX, GEMINI, Pin
 pytestmark = pytest.mark.realcli
 
 REPO = Path(__file__).absolute().parents[2]
-#: How long a supervised run may take: the reset, the minute Codex's text costs, the CLIs.
+#: How long a supervised run may take from its start: the reset, the minute Codex's text
+#: costs, the CLIs.
 RUN_TIMEOUT_S = 540
 
 
@@ -90,15 +93,30 @@ class Supervised:
     mock: mp.MockProvider
     process: subprocess.Popen[str]
     truth: datetime
+    #: time.monotonic() by which the run must have ended: counted from its start, not from
+    #: the test that waits for it (the three tests wait one after another).
+    deadline: float
 
     def finish(self) -> tuple[int, str]:
         try:
-            out, _ = self.process.communicate(timeout=RUN_TIMEOUT_S)
+            out, _ = self.process.communicate(timeout=max(0.0, self.deadline - time.monotonic()))
         finally:
-            if self.process.poll() is None:
-                self.process.kill()
-            self.mock.stop()
+            self.end()
         return self.process.returncode, out
+
+    def end(self) -> None:
+        """End the run and everything it started, however far it got, and stop its mock.
+
+        Killing `rewake run` alone leaves the CLI running: rewake starts it in a session of
+        its own, which nothing stops once rewake is gone (a Gemini CLI retried for 20 minutes
+        after its test so). So every process below `rewake run` is found first, then all get
+        SIGTERM (rewake stops the CLI's group on it) and SIGKILL after a grace."""
+        if self.process.poll() is None:
+            end_processes(descendants([self.process.pid]))
+        if self.process.stdout is not None and not self.process.stdout.closed:
+            self.process.communicate()  # reaps it and closes its pipe
+        self.process.wait()
+        self.mock.stop()
 
 
 def start_run(name: str, pin: Pin, root: Path, argv: list[str]) -> Supervised:
@@ -131,7 +149,7 @@ def start_run(name: str, pin: Pin, root: Path, argv: list[str]) -> Supervised:
         cwd=box.work, env=rewake_env(box, env), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
     )  # fmt: skip
-    return Supervised(name, box, mock, process, truth)
+    return Supervised(name, box, mock, process, truth, time.monotonic() + RUN_TIMEOUT_S)
 
 
 def start_all(root: Path) -> dict[str, Supervised]:
