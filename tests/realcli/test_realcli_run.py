@@ -202,6 +202,43 @@ def test_rewake_run_resumes_real_gemini_once_after_the_reset(runs: dict[str, Sup
     assert_one_resume_after_the_reset(runs["gemini"], mp.GEMINI)
 
 
+def _running(pid: int) -> bool:
+    """Whether `pid` is a process that has not ended (a zombie has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_ending_a_run_ends_the_cli_it_supervises(tmp_path: Path) -> None:
+    """Ending a supervised run (a test's deadline, the session's end) ends the CLI under
+    `rewake run` too, though rewake starts it in a session of its own."""
+    box = Box.make(tmp_path / "box")
+    stand_in = box.root / "bin" / "gemini"  # a CLI that works for ten minutes
+    stand_in.parent.mkdir()
+    stand_in.write_text("#!/bin/sh\nexec sleep 600\n")
+    stand_in.chmod(0o755)
+    env = rewake_env(box, {"PATH": f"{stand_in.parent}:/usr/bin:/bin", "HOME": str(box.home)})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rewake", "run", "--provider", "gemini", "--name", "ended",
+         "--", "gemini", "-p", "fix the tests"],
+        cwd=box.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    run = Supervised("ended", box, mp.MockProvider().start(), process, datetime.now(UTC), 0.0)
+    try:
+        deadline = time.monotonic() + 60
+        while len(below := descendants([process.pid])) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        cli = below[1:]
+        assert cli, "rewake run started no CLI"
+    finally:
+        run.end()
+    assert process.returncode is not None
+    assert [pid for pid in cli if _running(pid)] == []
+
+
 def hook_settings(box: Box) -> dict[str, Any]:
     env = (f"PYTHONPATH={REPO} REWAKE_STATE_DIR={box.root / 'state'} "
            f"REWAKE_DATABASE_URL=sqlite:///{box.root / 'rewake.db'}")  # fmt: skip
