@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,6 +18,11 @@ import pytest
 from sweeper_support import REPO, rewake_env
 
 STANDINS = REPO / "tests" / "standins"
+
+
+def _default_sigint() -> None:
+    """In a child before it runs: SIGINT at its default, whatever this process inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 @dataclass
@@ -55,10 +61,14 @@ class RunEnv:
         )  # fmt: skip
 
     def start(self, *args: str) -> subprocess.Popen[str]:
-        """`rewake ARGS` started in the work directory, its output in a pipe."""
+        """`rewake ARGS` started in the work directory, its output in a pipe, with Ctrl-C
+        (SIGINT) doing what it does from a terminal: pytest started in the background by a
+        script (`cmd &`, job control off) ignores SIGINT, the child inherits that, and a
+        test's SIGINT to `rewake run` then did nothing."""
         process = subprocess.Popen(
             [sys.executable, "-m", "rewake", *args], cwd=self.work, env=self.env,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            preexec_fn=_default_sigint,
         )  # fmt: skip
         self.started.append(process)
         return process
