@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import PurePosixPath
 from typing import Any
 
 import httpx
@@ -44,6 +45,18 @@ class Clock:
 _THIS_MODULE = sys.modules[__name__]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """In the process that starts a parallel run's workers: fix the real-CLI tier's draws
+    (tests/realcli/realcli_cases.py: a seed and the instant resets are placed from) for all of
+    them. Each worker collects the tests itself, and workers that drew different cases would
+    collect different tests, which xdist refuses. The workers inherit this environment."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    now = int(time.time())
+    os.environ.setdefault("REWAKE_REALCLI_SEED", str(now % 100_000))
+    os.environ.setdefault("REWAKE_REALCLI_DRAWN_AT", str(now))
+
+
 def pytest_collectstart(collector: pytest.Collector) -> None:
     sys.modules["conftest"] = _THIS_MODULE
 
@@ -52,16 +65,66 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     sys.modules["conftest"] = _THIS_MODULE
 
 
+#: Tests that share something costly or must not overlap one another run on one worker of a
+#: parallel run (`pytest -n 4`, as .ci/run does), one after another in their usual order:
+#: - realcli: the tier's first test starts the supervised runs, its other tests overlap them
+#:   and its last module waits for them (tests/realcli/conftest.py); its modules run their
+#:   cases together in module fixtures. On several workers each would start them all again;
+#: - the container image and the built distributions: one build per module, not per worker;
+#: - the browser: one chromium per module;
+#: - the drills: each measures sweepers against the clock, and two at once would each count
+#:   the other's load as theirs.
+_GROUP_BY_FOLDER = {"realcli": "realcli", "browser": "browser"}
+_GROUP_BY_FILE = {
+    "test_container_image.py": "container_image",
+    "test_install_wheel.py": "install_wheel",
+    "test_sweeper_kill_drill.py": "drills",
+    "test_sweeper_host_drills.py": "drills",
+}
+#: The drills (tests/drills.py, tests/host_drills.py): they run in the default run; the inner
+#: loop leaves them out with `-m "not drill"`.
+_DRILLS = {"test_sweeper_kill_drill.py", "test_sweeper_host_drills.py"}
+
+
+def _group(nodeid: str) -> str | None:
+    """The group a test (by its node id, tests/...::name) shares a worker with, if any."""
+    path = PurePosixPath(nodeid.split("::", 1)[0])
+    for folder, group in _GROUP_BY_FOLDER.items():
+        if folder in path.parts[:-1]:
+            return group
+    return _GROUP_BY_FILE.get(path.name)
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """A parallel run's scheduler: xdist's loadgroup, with the groups above. They are not
+    given as xdist_group marks, because xdist joins those to the node id by a pytest internal
+    that pytest 9 no longer reads (the marks are silently ignored)."""
+    if config.getvalue("dist") not in ("load", "loadgroup"):
+        return None  # another distribution asked for by name: xdist's own
+    from xdist.scheduler import LoadGroupScheduling
+
+    class Grouped(LoadGroupScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            group = _group(nodeid)
+            return f"group:{group}" if group is not None else nodeid
+
+    return Grouped(config, log)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test by what it needs: a PostgreSQL server (`postgres`), the installed
     service in processes of its own (`e2e`, tests/e2e/), a browser (`browser`,
-    tests/browser/); `-m` then picks the inner loop (see README, "Tests")."""
+    tests/browser/), and the drills (`drill`); `-m` then picks the inner loop (see README,
+    "Tests")."""
     for item in items:
         parts = item.path.parts
         if "e2e" in parts:
             item.add_marker(pytest.mark.e2e)
         if "browser" in parts:
             item.add_marker(pytest.mark.browser)
+        if item.path.name in _DRILLS:
+            item.add_marker(pytest.mark.drill)
         callspec = getattr(item, "callspec", None)
         on_postgres = callspec is not None and "postgres" in callspec.params.values()
         if on_postgres or "postgres_url" in getattr(item, "fixturenames", ()):

@@ -61,9 +61,14 @@ def run_drill(
     sweepers: int = 3,
     accounts: int = 50,
     seed: int = 1,
+    lease_s: float = 2,
+    timeout_s: float = 1,
 ) -> DrillResult:
     """Seed `marks` falling due over `kill_for_s`, run `sweepers` processes and kill -9 one at
-    random every 0.3-1.2 s (restarting it at once), then let the survivors settle everything."""
+    random every 0.3-1.2 s (restarting it at once), then let the survivors settle everything.
+    A send whose sweeper lives must end within `timeout_s` and be recorded within `lease_s`,
+    or it is reaped uncertain with no kill to explain it: both must allow for the machine's
+    load."""
     rng = random.Random(seed)
     database = Database(database_url)
     logs = workdir / "drill-logs"
@@ -72,7 +77,8 @@ def run_drill(
         host.state.delay_s = 0.03  # a send takes a moment, so kills catch some in flight
         env = rewake_env(
             database_url, executor="webhook", webhook_url=host.resume_template,
-            webhook_secret=SECRET, webhook_timeout_s=1, sweep_lease_s=2, sweep_interval_s=1,
+            webhook_secret=SECRET, webhook_timeout_s=timeout_s, sweep_lease_s=lease_s,
+            sweep_interval_s=1,
             account_max_in_flight=4, account_stagger_s=0, sweep_workers=8,
         )  # fmt: skip
         start = datetime.now(UTC) + timedelta(seconds=2)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,11 @@ from sweeper_support import REPO, rewake_env
 STANDINS = REPO / "tests" / "standins"
 
 
+def _default_sigint() -> None:
+    """In a child before it runs: SIGINT at its default, whatever this process inherited."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @dataclass
 class RunEnv:
     """One test's world: where rewake and the stand-ins keep their state."""
@@ -25,6 +32,8 @@ class RunEnv:
     tmp: Path
     env: dict[str, str]
     work: Path
+    #: The `rewake` processes `start` started, ended by `end_started` (the fixture does).
+    started: list[subprocess.Popen[str]] = field(default_factory=list)
 
     @property
     def database_url(self) -> str:
@@ -52,10 +61,32 @@ class RunEnv:
         )  # fmt: skip
 
     def start(self, *args: str) -> subprocess.Popen[str]:
-        return subprocess.Popen(
+        """`rewake ARGS` started in the work directory, its output in a pipe, with Ctrl-C
+        (SIGINT) doing what it does from a terminal: pytest started in the background by a
+        script (`cmd &`, job control off) ignores SIGINT, the child inherits that, and a
+        test's SIGINT to `rewake run` then did nothing."""
+        process = subprocess.Popen(
             [sys.executable, "-m", "rewake", *args], cwd=self.work, env=self.env,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            preexec_fn=_default_sigint,
         )  # fmt: skip
+        self.started.append(process)
+        return process
+
+    def end_started(self) -> None:
+        """End what `start` started and close its pipe, however the test ended. A test that
+        failed midway (a `communicate` timing out on a busy machine) left `rewake run`
+        running, and its pipe to the garbage collector, whose ResourceWarning
+        filterwarnings=error then failed whichever test ran next in the process. SIGTERM
+        first: rewake stops the CLI it supervises on it (SIGKILL would leave the CLI)."""
+        for process in self.started:
+            if process.poll() is None:
+                process.terminate()
+            try:
+                process.communicate(timeout=20)  # drains and closes its pipe, reaps it
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
 
     def record(self, name: str) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(
@@ -99,9 +130,12 @@ def make_run_env(tmp_path: Path, **settings: object) -> RunEnv:
 
 
 @pytest.fixture
-def run_env(tmp_path: Path) -> RunEnv:
-    """Stand-in CLIs on PATH, rewake's state and database in tmp_path, no resume delay."""
-    return make_run_env(tmp_path)
+def run_env(tmp_path: Path) -> Iterator[RunEnv]:
+    """Stand-in CLIs on PATH, rewake's state and database in tmp_path, no resume delay; what
+    the test started ends with it."""
+    env = make_run_env(tmp_path)
+    yield env
+    env.end_started()
 
 
 def epoch_in(seconds: float) -> int:

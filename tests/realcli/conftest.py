@@ -45,12 +45,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
     for run in _started.get("runs", {}).values():
-        if run.process.poll() is None:
-            run.process.kill()
-        if run.process.stdout is not None and not run.process.stdout.closed:
-            run.process.communicate()  # reaps it and closes its pipe
-        run.process.wait()
-        run.mock.stop()
+        run.end()
     if "root" in _started:
         shutil.rmtree(_started["root"], ignore_errors=True)
     _started.clear()

@@ -66,6 +66,15 @@ def run_seed() -> int:
     return int(fixed) if fixed else _CLOCK_SEED
 
 
+def drawn_at() -> datetime:
+    """The instant the cases' resets are placed from (next midnight, next DST transition):
+    REWAKE_REALCLI_DRAWN_AT (epoch seconds), else now. The workers of a parallel run each
+    collect the tests and must draw the same cases, ids included: tests/conftest.py fixes
+    this and the seed once for them all."""
+    fixed = os.environ.get("REWAKE_REALCLI_DRAWN_AT")
+    return datetime.fromtimestamp(int(fixed), UTC) if fixed else datetime.now(UTC)
+
+
 def slug(zone: str | None) -> str:
     return (zone or "unset").replace("/", "_")
 

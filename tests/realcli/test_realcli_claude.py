@@ -24,6 +24,7 @@ from realcli_cases import (
     assert_judged,
     assert_sources,
     band_offset,
+    drawn_at,
     dst_transitions,
     midnight_offset,
     run_parallel,
@@ -66,7 +67,7 @@ WEEKLY_CLAIMS = ("seven_day", "seven_day_opus", "seven_day_sonnet", "seven_day_o
 
 def draw_cases() -> list[Case]:
     rng = random.Random(f"claude:{SEED}")
-    now = datetime.now(UTC)
+    now = drawn_at()
     zone = lambda: rng.choice(ZONES)  # noqa: E731
     cases = [Case("five_hour", band_offset(rng, "five_hour"), zone()) for _ in range(6)]
     cases += [Case("five_hour", rng.uniform(70, 170), zone(), tag="soon")]

@@ -21,6 +21,7 @@ from realcli_cases import (
     Judged,
     assert_judged,
     band_offset,
+    drawn_at,
     midnight_offset,
     run_parallel,
     run_seed,
@@ -69,7 +70,7 @@ class Case:
 
 def draw_cases() -> list[Case]:
     rng = random.Random(f"codex:{SEED}")
-    now = datetime.now(UTC)
+    now = drawn_at()
     zone = lambda: rng.choice(ZONES)  # noqa: E731
     cases = [Case(plan, band_offset(rng, "five_hour"), zone()) for plan in PLANS]
     cases += [Case(rng.choice(PLANS), band_offset(rng, band), zone())

@@ -50,6 +50,7 @@ from realcli_cases import (
     Outcome,
     Transition,
     draw_near_transition,
+    drawn_at,
     judge,
     named_reading,
     next_transitions,
@@ -115,7 +116,7 @@ class Case:
 
 def transitions() -> list[Transition]:
     """Each zone's next gap and next fold after today."""
-    now = datetime.now(UTC)
+    now = drawn_at()
     found = []
     for zone in DST_ZONES:
         changes = next_transitions(zone, now)

@@ -31,6 +31,8 @@ from realcli_drive import (
     claude_env,
     cli_binary,
     codex_env,
+    descendants,
+    end_processes,
     gemini_env,
     waits_for,
 )
@@ -39,7 +41,8 @@ from realcli_install import CLAUDE, CODEX, GEMINI, Pin
 pytestmark = pytest.mark.realcli
 
 REPO = Path(__file__).absolute().parents[2]
-#: How long a supervised run may take: the reset, the minute Codex's text costs, the CLIs.
+#: How long a supervised run may take from its start: the reset, the minute Codex's text
+#: costs, the CLIs.
 RUN_TIMEOUT_S = 540
 
 
@@ -90,15 +93,30 @@ class Supervised:
     mock: mp.MockProvider
     process: subprocess.Popen[str]
     truth: datetime
+    #: time.monotonic() by which the run must have ended: counted from its start, not from
+    #: the test that waits for it (the three tests wait one after another).
+    deadline: float
 
     def finish(self) -> tuple[int, str]:
         try:
-            out, _ = self.process.communicate(timeout=RUN_TIMEOUT_S)
+            out, _ = self.process.communicate(timeout=max(0.0, self.deadline - time.monotonic()))
         finally:
-            if self.process.poll() is None:
-                self.process.kill()
-            self.mock.stop()
+            self.end()
         return self.process.returncode, out
+
+    def end(self) -> None:
+        """End the run and everything it started, however far it got, and stop its mock.
+
+        Killing `rewake run` alone leaves the CLI running: rewake starts it in a session of
+        its own, which nothing stops once rewake is gone (a Gemini CLI retried for 20 minutes
+        after its test so). So every process below `rewake run` is found first, then all get
+        SIGTERM (rewake stops the CLI's group on it) and SIGKILL after a grace."""
+        if self.process.poll() is None:
+            end_processes(descendants([self.process.pid]))
+        if self.process.stdout is not None and not self.process.stdout.closed:
+            self.process.communicate()  # reaps it and closes its pipe
+        self.process.wait()
+        self.mock.stop()
 
 
 def start_run(name: str, pin: Pin, root: Path, argv: list[str]) -> Supervised:
@@ -131,7 +149,7 @@ def start_run(name: str, pin: Pin, root: Path, argv: list[str]) -> Supervised:
         cwd=box.work, env=rewake_env(box, env), stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL,
     )  # fmt: skip
-    return Supervised(name, box, mock, process, truth)
+    return Supervised(name, box, mock, process, truth, time.monotonic() + RUN_TIMEOUT_S)
 
 
 def start_all(root: Path) -> dict[str, Supervised]:
@@ -182,6 +200,43 @@ def test_rewake_run_resumes_real_gemini_once_after_the_reset(runs: dict[str, Sup
     """`rewake run --auto-resume -- gemini -p` after a tool turn: limit, a 310 s wait, one
     `--resume`, finished."""
     assert_one_resume_after_the_reset(runs["gemini"], mp.GEMINI)
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a process that has not ended (a zombie has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_ending_a_run_ends_the_cli_it_supervises(tmp_path: Path) -> None:
+    """Ending a supervised run (a test's deadline, the session's end) ends the CLI under
+    `rewake run` too, though rewake starts it in a session of its own."""
+    box = Box.make(tmp_path / "box")
+    stand_in = box.root / "bin" / "gemini"  # a CLI that works for ten minutes
+    stand_in.parent.mkdir()
+    stand_in.write_text("#!/bin/sh\nexec sleep 600\n")
+    stand_in.chmod(0o755)
+    env = rewake_env(box, {"PATH": f"{stand_in.parent}:/usr/bin:/bin", "HOME": str(box.home)})
+    process = subprocess.Popen(
+        [sys.executable, "-m", "rewake", "run", "--provider", "gemini", "--name", "ended",
+         "--", "gemini", "-p", "fix the tests"],
+        cwd=box.work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        stdin=subprocess.DEVNULL,
+    )  # fmt: skip
+    run = Supervised("ended", box, mp.MockProvider().start(), process, datetime.now(UTC), 0.0)
+    try:
+        deadline = time.monotonic() + 60
+        while len(below := descendants([process.pid])) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        cli = below[1:]
+        assert cli, "rewake run started no CLI"
+    finally:
+        run.end()
+    assert process.returncode is not None
+    assert [pid for pid in cli if _running(pid)] == []
 
 
 def hook_settings(box: Box) -> dict[str, Any]:

@@ -1,0 +1,35 @@
+"""The run_env fixture's promise: what a test started with `rewake` ends with the test."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from run_support import make_run_env
+from sweeper_support import wait_until
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` is a process that has not ended (a zombie has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_a_run_the_test_left_running_ends_with_it(tmp_path: Path) -> None:
+    """A `rewake run` a test left running (it failed midway) is ended at teardown, the CLI it
+    supervises with it, and its pipe is closed (not left to the garbage collector)."""
+    env = make_run_env(tmp_path)
+    env.scenario({"do": "hang"})
+    process = env.start("run", "--name", "left", "--", "claude", "-p", "go")
+    pidfile = Path(env.env["STANDIN_PIDFILE"])
+    try:
+        assert wait_until(lambda: pidfile.exists() and pidfile.read_text().strip() != "", 30)
+        cli = int(pidfile.read_text())
+        assert _running(cli)
+    finally:
+        env.end_started()
+    assert process.returncode is not None
+    assert process.stdout is not None and process.stdout.closed
+    assert not _running(cli)
