@@ -50,6 +50,7 @@ from rewake.runner.hook.payload import (
     root_id_for,
 )
 from rewake.runner.hook.transcript import TranscriptTail, last_user_prompt, read_transcript_tail
+from rewake.runner.hook.workflow import record_hold, workflow_agent
 from rewake.runner.local import records
 from rewake.runner.local.store_base import JSON, Store, StoreError
 
@@ -173,6 +174,10 @@ def run_hook(
             f"ignored: hook_event_name {hook.hook_event_name!r} is not StopFailure, "
             "UserPromptSubmit or SessionStart"
         )
+        return result
+    agent = workflow_agent(raw)
+    if agent is not None:  # a workflow's agent, not the session's turn: docs/workflows.md
+        record_hold(hook, agent, result, now=now, env=env)
         return result
     tail = read_transcript_tail(hook.transcript_path, env)
     if tail.problem:

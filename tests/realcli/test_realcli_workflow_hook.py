@@ -1,0 +1,63 @@
+"""`rewake hook claude` beside a real interactive Claude Code 2.1.332 whose workflow hits a
+usage limit at one agent (the same mock and six-agent script as test_realcli_workflow.py).
+
+Claude Code pauses the workflow, fires StopFailure for the agent (`workflow-subagent`) and
+re-runs the waiting agents itself after the reset: the hook must record the hold against the
+session (run id, journal counts) and report and arm nothing, and each agent after the limited
+one must reach the provider once (docs/workflows.md).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+from realcli_drive import Box, Tmux, claude_env, cli_binary, waits_for
+from realcli_install import CLAUDE
+from test_realcli_run import hook_settings, rewake_env
+from test_realcli_workflow import Served, served  # noqa: F401  (served is a fixture)
+
+pytestmark = pytest.mark.realcli
+
+#: Claude Code re-runs a paused workflow's agents at the reset plus 30-90 s (its jitter).
+SETTLED_AFTER_RESET_S = 120
+
+
+def test_a_paused_workflow_is_recorded_and_left_to_claude(
+    served: Served,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """A limit at agent 4 of 6: the hook records the hold (3 of 4 returned) without a failed
+    turn or a mark, and Claude Code itself re-runs agent 4, then 5 and 6, once each."""
+    binary = cli_binary(CLAUDE)
+    box = Box.make(tmp_path)
+    env = claude_env(box, binary, served.url, "UTC", interactive=True)
+    env["CLAUDE_CODE_WORKFLOWS"] = "1"
+    (box.home / ".claude" / "settings.json").write_text(json.dumps(hook_settings(box)))
+    rewake_env(box, env)  # the hook's own environment is in its command line
+    tmux = Tmux(box, [str(binary), "--allowedTools", "Workflow"], env)
+    try:
+        tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
+        mock = served.mock
+        mock.limited = {4}
+        mock.reset_epoch = (int(time.time()) // 60 + 1) * 60 + 20
+        tmux.submit("WFTEST use a workflow", lambda: len(mock.main))
+        tmux.wait_for(waits_for(r"paused · usage limit resets"), timeout=120)
+        deadline = mock.reset_epoch + SETTLED_AFTER_RESET_S
+        while time.time() < deadline and mock.counts()[6] == 0:
+            time.sleep(1)
+        time.sleep(5)  # anything after the sixth agent would show now
+    finally:
+        tmux.close()
+    assert mock.agents == [(1, "ok"), (2, "ok"), (3, "ok"), (4, "limit"), (4, "ok"), (5, "ok"),
+                           (6, "ok")]  # fmt: skip
+    state = box.root / "state"
+    record = json.loads(next((state / "runs").glob("claude-*.json")).read_text())
+    ((run_id, hold),) = record["extra"]["workflow_holds"].items()
+    assert (hold["started"], hold["returned"], hold["continued_by"]) == (4, 3, "claude_code")
+    assert run_id in record["extra"]["workflow_runs"]
+    log = (state / "hook.log").read_text()
+    assert f"workflow {run_id} paused at a usage limit" in log
+    assert "reported" not in log and "armed" not in log.replace("nothing armed", "")
