@@ -161,17 +161,25 @@ def readiness_script() -> str:
 
 
 @pytest.mark.postgres
-def test_pod_containers_run_restricted_and_become_ready(image: str) -> None:
+def test_pod_containers_run_restricted_and_become_ready(image: str, tmp_path: Path) -> None:
     """Migrate, the API and the sweeper run as the pod runs them (read-only root, only /tmp
-    writable, uid 10001, no capability) against PostgreSQL, and the readiness command passes
-    with the probe token from the environment."""
+    writable, uid 10001, no capability, the secrets as files in a read-only volume) against
+    PostgreSQL, and the readiness command passes with the probe token read from its file."""
     api_port, metrics_port = free_port(), free_port()
     names = [f"rewake-test-{uuid.uuid4().hex[:12]}" for _ in range(2)]
     with fresh_postgres_schema(migrated=False) as url:
-        # The host's network: the test database listens on the host's loopback only.
-        common = [*RESTRICTED, *LIMITS, "--network", "host", "--env", f"REWAKE_DATABASE_URL={url}"]
+        # The secret volume of docs/k8s: one file per key, readable by the container's user.
+        secrets = tmp_path / "secrets"
+        secrets.mkdir(mode=0o755)
         tokens = "admin:admin-secret-0123456789,probe:probe-secret-0123456789"
-        common += ["--env", f"REWAKE_API_TOKENS={tokens}"]
+        for key, value in (("database-url", url), ("api-tokens", tokens)):
+            (secrets / key).write_text(value + "\n", encoding="utf-8")
+            (secrets / key).chmod(0o444)
+        # The host's network: the test database listens on the host's loopback only.
+        common = [*RESTRICTED, *LIMITS, "--network", "host"]
+        common += ["--volume", f"{secrets}:/run/secrets/rewake:ro"]
+        common += ["--env", "REWAKE_DATABASE_URL_FILE=/run/secrets/rewake/database-url"]
+        common += ["--env", "REWAKE_API_TOKENS_FILE=/run/secrets/rewake/api-tokens"]
         common += ["--env", f"REWAKE_PORT={api_port}"]
         migrated = podman("run", "--rm", *common, image, "rewake", "migrate")
         assert migrated.returncode == 0, migrated.stderr
