@@ -39,6 +39,7 @@ from rewake.runner.hook.continuing import continue_by_hand
 from rewake.runner.hook.payload import (
     CONTINUE_EVENTS,
     CONTINUED,
+    NOTIFICATION,
     PROVIDER,
     RUN_ID,
     HookInput,
@@ -120,6 +121,7 @@ def resume_record(
     # A new failure: the next prompt typed by hand continues it, so it must be looked at again.
     extra.pop(CONTINUED, None)
     extra.pop(records.TYPED_RESUME, None)
+    extra.pop(records.NATIVE, None)
     extra["auto_resume"] = auto_resume or bool(extra.get("auto_resume"))
     base = old or records.RunRecord(root_id, RUN_ID, PROVIDER, cwd="", args=[])
     return replace(
@@ -168,10 +170,16 @@ def run_hook(
 
         continue_by_hand(hook, result, env=env, open_store=open_store)
         return result
+    if hook.hook_event_name == NOTIFICATION:
+        # Imported here: a prompt (UserPromptSubmit, the hook's most frequent run) needs none of it.
+        from rewake.runner.hook.native import native_notice
+
+        native_notice(hook, result, now=now, env=env, open_store=open_store)
+        return result
     if hook.hook_event_name not in (None, "StopFailure"):
         result.say(
             f"ignored: hook_event_name {hook.hook_event_name!r} is not StopFailure, "
-            "UserPromptSubmit or SessionStart"
+            "UserPromptSubmit, SessionStart or Notification"
         )
         return result
     tail = read_transcript_tail(hook.transcript_path, env)
