@@ -20,6 +20,10 @@ which clears an armed auto-resume (`manual_resume`), so the conversation is neve
 headless. While that headless resume is being sent or runs, the prompt is blocked instead
 (rewake.runner.hook.continuing).
 
+On `Notification` with a `notification_type` of Claude Code's own auto-continue (fired, stale,
+disabled) the hook notes whether Claude continues the failed attempt itself, and arms rewake's
+resume when it gave up (rewake.runner.hook.native); any other notification is ignored.
+
 Claude Code ignores a StopFailure hook's output and exit status, and a hook that hangs or
 crashes must never cost the user their session: every problem is one line on stderr (and in the
 hook log) and exit status 0, never stdout (Claude adds a UserPromptSubmit hook's stdout to the
