@@ -16,7 +16,9 @@ continue the conversation exactly once, and the mark's outcome says who did:
 - (c) a five-hour limit under a day ahead: Claude continues by itself; rewake arms nothing;
 - (d) a model limit, the session closed before the reset: rewake resumes headless (`done`);
 - (e) a five-hour limit Claude continues itself, heard through the Notification hook
-  (`quota_auto_resume_fired`), which rewake notes for the failed attempt.
+  (`quota_auto_resume_fired`), which rewake notes for the failed attempt;
+- (f) the same limit, then Claude's `autoContinueAtUsageLimit` turned off while it waits: it
+  gives up (`quota_auto_resume_disabled`) and rewake arms the resume it had left to Claude.
 
 And `rewake run --auto-resume` with Claude and Codex headless: a conversation continued by hand
 (the CLI's own resume) before the reset is not resumed again.
@@ -255,3 +257,43 @@ def test_claudes_own_continue_is_heard_through_the_notification_hook(tmp_path: P
     said = hook_log.read_text() if hook_log.exists() else ""
     assert "continues attempt 1 itself (quota_auto_resume_fired)" in said, (said, screen)
     assert count == 1, (said, screen)
+
+
+def test_claude_giving_up_its_own_continue_arms_rewakes_resume(tmp_path: Path) -> None:
+    """(f) a five-hour limit Claude waits out by itself (the hook arms nothing); then its
+    setting `autoContinueAtUsageLimit` is turned off: Claude gives up, reports
+    `quota_auto_resume_disabled` through the Notification hook, and rewake arms the resume it
+    had left to Claude; Claude itself sends nothing."""
+    binary = cli_binary(CLAUDE)
+    box = Box.make(tmp_path)
+    with mp.running() as mock:
+        env = claude_env(box, binary, mock.url, "UTC", interactive=True)
+        settings = hook_settings(box)
+        rewake = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+        settings["hooks"]["Notification"] = [{
+            "matcher": "quota_auto_resume_fired|quota_auto_resume_stale|quota_auto_resume_disabled",
+            "hooks": [{"type": "command", "command": rewake, "timeout": 30}]}]  # fmt: skip
+        path = box.home / ".claude" / "settings.json"
+        path.write_text(json.dumps(settings))
+        tmux = Tmux(box, [str(binary)], env)
+        hook_log = box.root / "state" / "hook.log"
+        try:
+            tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
+            reset = (int(time.time()) // 60 + 1) * 60 + RESET_INTO_NEXT_MINUTE_S
+            mock.script(mp.ANTHROPIC, mp.claude_limit(reset, "five_hour"), mp.answer("continued"))
+            tmux.submit(PROMPT, lambda: len(mock.requests(mp.ANTHROPIC)))
+            tmux.wait_for(waits_for(r"Continuing automatically"), timeout=150)
+            time.sleep(3)
+            path.write_text(json.dumps({**settings, "autoContinueAtUsageLimit": False}))
+            while time.time() < reset + SETTLED_AFTER_RESET_S:
+                time.sleep(1)
+            screen = tmux.screen()
+        finally:
+            tmux.close()
+        count = len(continuations(mock))
+    said = hook_log.read_text() if hook_log.exists() else ""
+    assert "will not continue attempt 1 itself" in said, (said, screen)
+    assert "(quota_auto_resume_disabled)" in said and "auto-resume armed" in said, said
+    session = session_of(box, sessions_of_or_empty(box)[0]["root_id"])
+    assert (session.get("mark") or {}).get("state") == "armed", session.get("mark")
+    assert count == 0, (said, screen)
