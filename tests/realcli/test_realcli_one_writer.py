@@ -18,7 +18,8 @@ continue the conversation exactly once, and the mark's outcome says who did:
 - (e) a five-hour limit Claude continues itself, heard through the Notification hook
   (`quota_auto_resume_fired`), which rewake notes for the failed attempt;
 - (f) the same limit, then Claude's `autoContinueAtUsageLimit` turned off while it waits: it
-  gives up (`quota_auto_resume_disabled`) and rewake arms the resume it had left to Claude.
+  gives up (`quota_auto_resume_disabled`), rewake arms the resume it had left to Claude and
+  types it into that Claude's pane (`done`).
 
 And `rewake run --auto-resume` with Claude and Codex headless: a conversation continued by hand
 (the CLI's own resume) before the reset is not resumed again.
@@ -263,7 +264,8 @@ def test_claude_giving_up_its_own_continue_arms_rewakes_resume(tmp_path: Path) -
     """(f) a five-hour limit Claude waits out by itself (the hook arms nothing); then its
     setting `autoContinueAtUsageLimit` is turned off: Claude gives up, reports
     `quota_auto_resume_disabled` through the Notification hook, and rewake arms the resume it
-    had left to Claude; Claude itself sends nothing."""
+    had left to Claude, which the sweeper types into that Claude's pane: one continuation, the
+    mark done."""
     binary = cli_binary(CLAUDE)
     box = Box.make(tmp_path)
     with mp.running() as mock:
@@ -275,6 +277,13 @@ def test_claude_giving_up_its_own_continue_arms_rewakes_resume(tmp_path: Path) -
             "hooks": [{"type": "command", "command": rewake, "timeout": 30}]}]  # fmt: skip
         path = box.home / ".claude" / "settings.json"
         path.write_text(json.dumps(settings))
+        sweeper_env = rewake_env(box, env)
+        sweeper_env.update(
+            REWAKE_EXECUTOR="command", REWAKE_SWEEP_INTERVAL_S="1", REWAKE_COMMAND_GRACE_S="5",
+            REWAKE_COMMAND=json.dumps([sys.executable, "-m", "rewake", "run", "--resume-of",
+                                       "{mark_id}"]),
+        )  # fmt: skip
+        sweeper = start_sweeper(sweeper_env, box.root / "sweeper.log")
         tmux = Tmux(box, [str(binary)], env)
         hook_log = box.root / "state" / "hook.log"
         try:
@@ -290,10 +299,12 @@ def test_claude_giving_up_its_own_continue_arms_rewakes_resume(tmp_path: Path) -
             screen = tmux.screen()
         finally:
             tmux.close()
+            stop_all([sweeper])
         count = len(continuations(mock))
     said = hook_log.read_text() if hook_log.exists() else ""
     assert "will not continue attempt 1 itself" in said, (said, screen)
     assert "(quota_auto_resume_disabled)" in said and "auto-resume armed" in said, said
     session = session_of(box, sessions_of_or_empty(box)[0]["root_id"])
-    assert (session.get("mark") or {}).get("state") == "armed", session.get("mark")
-    assert count == 0, (said, screen)
+    swept = (box.root / "sweeper.log").read_text()
+    assert (session.get("mark") or {}).get("state") == "done", (session.get("mark"), swept)
+    assert count == 1, (said, screen, swept)
