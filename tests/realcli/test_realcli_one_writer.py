@@ -14,7 +14,12 @@ continue the conversation exactly once, and the mark's outcome says who did:
   continue, and a headless Claude beside it would be a second writer, so rewake types the
   resume into its tmux pane, after checking the pane shows Claude at its prompt (`done`);
 - (c) a five-hour limit under a day ahead: Claude continues by itself; rewake arms nothing;
-- (d) a model limit, the session closed before the reset: rewake resumes headless (`done`).
+- (d) a model limit, the session closed before the reset: rewake resumes headless (`done`);
+- (e) a five-hour limit Claude continues itself, heard through the Notification hook
+  (`quota_auto_resume_fired`), which rewake notes for the failed attempt;
+- (f) the same limit, then Claude's `autoContinueAtUsageLimit` turned off while it waits: it
+  gives up (`quota_auto_resume_disabled`), rewake arms the resume it had left to Claude and
+  types it into that Claude's pane (`done`).
 
 And `rewake run --auto-resume` with Claude and Codex headless: a conversation continued by hand
 (the CLI's own resume) before the reset is not resumed again.
@@ -217,3 +222,89 @@ def test_rewake_run_does_not_resume_a_conversation_continued_by_hand(
     assert process.returncode == 7, out
     assert "not resumed" in out, out
     assert (session_of(box, name).get("mark") or {}).get("state") == "superseded", out
+
+
+def test_claudes_own_continue_is_heard_through_the_notification_hook(tmp_path: Path) -> None:
+    """A five-hour limit Claude waits out by itself (the hook arms nothing), with the
+    Notification entry `rewake setup claude` writes: Claude's own continuation runs the hook
+    with `quota_auto_resume_fired`, which the hook reads from the real payload and notes for
+    the failed attempt; the mock sees one continuation, Claude's."""
+    binary = cli_binary(CLAUDE)
+    box = Box.make(tmp_path)
+    with mp.running() as mock:
+        env = claude_env(box, binary, mock.url, "UTC", interactive=True)
+        settings = hook_settings(box)
+        rewake = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+        settings["hooks"]["Notification"] = [{
+            "matcher": "quota_auto_resume_fired|quota_auto_resume_stale|quota_auto_resume_disabled",
+            "hooks": [{"type": "command", "command": rewake, "timeout": 30}]}]  # fmt: skip
+        (box.home / ".claude" / "settings.json").write_text(json.dumps(settings))
+        tmux = Tmux(box, [str(binary)], env)
+        hook_log = box.root / "state" / "hook.log"
+        try:
+            tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
+            reset = (int(time.time()) // 60 + 1) * 60 + RESET_INTO_NEXT_MINUTE_S
+            mock.script(mp.ANTHROPIC, mp.claude_limit(reset, "five_hour"), mp.answer("continued"))
+            tmux.submit(PROMPT, lambda: len(mock.requests(mp.ANTHROPIC)))
+            tmux.wait_for(waits_for(r"Continuing automatically"), timeout=150)
+            # Claude runs the hook as it fires, before its continuation reaches the mock: wait
+            # out the whole window, as the other cases do, so that a second one would be seen.
+            while time.time() < reset + SETTLED_AFTER_RESET_S:
+                time.sleep(1)
+            screen = tmux.screen()
+        finally:
+            tmux.close()
+        count = len(continuations(mock))
+    said = hook_log.read_text() if hook_log.exists() else ""
+    assert "continues attempt 1 itself (quota_auto_resume_fired)" in said, (said, screen)
+    assert count == 1, (said, screen)
+
+
+def test_claude_giving_up_its_own_continue_arms_rewakes_resume(tmp_path: Path) -> None:
+    """(f) a five-hour limit Claude waits out by itself (the hook arms nothing); then its
+    setting `autoContinueAtUsageLimit` is turned off: Claude gives up, reports
+    `quota_auto_resume_disabled` through the Notification hook, and rewake arms the resume it
+    had left to Claude, which the sweeper types into that Claude's pane: one continuation, the
+    mark done."""
+    binary = cli_binary(CLAUDE)
+    box = Box.make(tmp_path)
+    with mp.running() as mock:
+        env = claude_env(box, binary, mock.url, "UTC", interactive=True)
+        settings = hook_settings(box)
+        rewake = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+        settings["hooks"]["Notification"] = [{
+            "matcher": "quota_auto_resume_fired|quota_auto_resume_stale|quota_auto_resume_disabled",
+            "hooks": [{"type": "command", "command": rewake, "timeout": 30}]}]  # fmt: skip
+        path = box.home / ".claude" / "settings.json"
+        path.write_text(json.dumps(settings))
+        sweeper_env = rewake_env(box, env)
+        sweeper_env.update(
+            REWAKE_EXECUTOR="command", REWAKE_SWEEP_INTERVAL_S="1", REWAKE_COMMAND_GRACE_S="5",
+            REWAKE_COMMAND=json.dumps([sys.executable, "-m", "rewake", "run", "--resume-of",
+                                       "{mark_id}"]),
+        )  # fmt: skip
+        sweeper = start_sweeper(sweeper_env, box.root / "sweeper.log")
+        tmux = Tmux(box, [str(binary)], env)
+        hook_log = box.root / "state" / "hook.log"
+        try:
+            tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
+            reset = (int(time.time()) // 60 + 1) * 60 + RESET_INTO_NEXT_MINUTE_S
+            mock.script(mp.ANTHROPIC, mp.claude_limit(reset, "five_hour"), mp.answer("continued"))
+            tmux.submit(PROMPT, lambda: len(mock.requests(mp.ANTHROPIC)))
+            tmux.wait_for(waits_for(r"Continuing automatically"), timeout=150)
+            time.sleep(3)
+            path.write_text(json.dumps({**settings, "autoContinueAtUsageLimit": False}))
+            while time.time() < reset + SETTLED_AFTER_RESET_S:
+                time.sleep(1)
+            screen = tmux.screen()
+        finally:
+            tmux.close()
+            stop_all([sweeper])
+        count = len(continuations(mock))
+    said = hook_log.read_text() if hook_log.exists() else ""
+    assert "will not continue attempt 1 itself" in said, (said, screen)
+    assert "(quota_auto_resume_disabled)" in said and "auto-resume armed" in said, said
+    session = session_of(box, sessions_of_or_empty(box)[0]["root_id"])
+    swept = (box.root / "sweeper.log").read_text()
+    assert (session.get("mark") or {}).get("state") == "done", (session.get("mark"), swept)
+    assert count == 1, (said, screen, swept)

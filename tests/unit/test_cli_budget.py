@@ -51,6 +51,18 @@ UNREPORTED_PROMPT = json.dumps(
     }
 )
 
+#: Claude Code's report that its own auto-continue went stale, for a session never reported.
+UNREPORTED_NOTIFICATION = json.dumps(
+    {
+        "session_id": "4f1c2d3e-0000-4000-8000-000000000001",
+        "transcript_path": "/nonexistent/x.jsonl",
+        "cwd": "/tmp",
+        "hook_event_name": "Notification",
+        "message": "Usage limit reset — press enter to continue",
+        "notification_type": "quota_auto_resume_stale",
+    }
+)
+
 BARE = {"rewake", "rewake.cli", "rewake.exits"}
 #: What a command that only looks at the state dir may load of rewake.
 LOOKING = BARE | {
@@ -81,6 +93,12 @@ BUDGETS = {
     "--version": (["--version"], "", BARE, 26),
     "--help": (["--help"], "", BARE, 26),
     "hook, unreported": (["hook", "claude"], UNREPORTED_PROMPT, HOOKING, 75),
+    "hook, notification, unreported": (
+        ["hook", "claude"],
+        UNREPORTED_NOTIFICATION,
+        HOOKING | {"rewake.runner.hook.native"},
+        76,
+    ),
     "ls, empty state dir": (["ls"], "", LOOKING, 68),
 }
 

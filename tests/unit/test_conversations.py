@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rewake.runner.local.conversations import check, claude_holder
+from rewake.runner.local.conversations import check, claude_holder, with_native
 
 SID = "daa19375-d3eb-4965-9972-1db7f1288a4c"
 FAILED_AT = datetime(2026, 12, 7, 11, 31, 12, tzinfo=UTC)
@@ -304,3 +304,98 @@ def test_the_command_executor_takes_exit_7_for_superseded() -> None:
     }
     assert (outcomes[7].state, outcomes[7].code) == ("superseded", "attempt_moved_on")
     assert (outcomes[3].state, outcomes[3].code) == ("failed", "exit_3")
+
+
+def native(kind: str, attempt: int = 1) -> dict[str, Any]:
+    """The record's note of what Claude Code's Notification hook said (rewake hook claude)."""
+    return {"attempt": attempt, "type": kind, "at": at(95), "message": "Usage limit reset"}
+
+
+@pytest.mark.parametrize("kind", ["quota_auto_resume_stale", "quota_auto_resume_disabled"])
+def test_wait_here_then_claude_gave_up_lets_rewake_continue_in_the_open_claude(
+    tmp_path: Path, kind: str
+) -> None:
+    """ "Wait here" chosen, then Claude reported it will not continue (slept past the reset, or
+    gave up): the open Claude still holds the conversation, but no longer continues it."""
+    env = claude_env(tmp_path, [*CLAUDE_FAILED_TURN, *WAIT_HERE])
+    register(env, os.getpid(), start_time(os.getpid()))
+    found = with_native(check("claude", SID, FAILED_AT, env), native(kind), 1)
+    assert (found.state, found.holder_pid) == ("moved_on", os.getpid())
+    assert not found.continues_itself
+    assert f"gave up continuing it by itself at 11:32:47 UTC ({kind})" in found.reason
+
+
+def test_claude_reporting_its_own_continue_ends_the_check_with_that_reason(
+    tmp_path: Path,
+) -> None:
+    """quota_auto_resume_fired on record for the attempt: Claude continued it, said so."""
+    env = claude_env(tmp_path, CLAUDE_FAILED_TURN)
+    found = with_native(check("claude", SID, FAILED_AT, env), native("quota_auto_resume_fired"), 1)
+    assert found.state == "moved_on" and found.continues_itself
+    assert found.reason.startswith("Claude continued this conversation itself at 11:32:47 UTC")
+
+
+def test_a_note_of_another_attempt_changes_nothing(tmp_path: Path) -> None:
+    """What Claude said of attempt 1 says nothing of attempt 2's failure."""
+    env = claude_env(tmp_path, CLAUDE_FAILED_TURN)
+    found = check("claude", SID, FAILED_AT, env)
+    assert with_native(found, native("quota_auto_resume_fired"), 2) == found
+
+
+def test_a_resume_after_claude_gave_up_types_into_the_open_claude(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rewake run --resume-of` for a conversation whose open Claude was told to "Wait here"
+    and then reported quota_auto_resume_stale: the resume is typed into that Claude (exit 0),
+    not stood down."""
+    from dataclasses import replace
+
+    from rewake.cli import main
+    from rewake.runner.commands import run
+    from rewake.runner.local import records
+
+    typed: list[int] = []
+
+    def type_into(record: Any, pid: int, prompt: str, lock: Any) -> None:
+        typed.append(pid)
+        lock.release()
+
+    monkeypatch.setattr(run, "_type_into_holder", type_into)
+    root_id, mark_id = armed_session(tmp_path, monkeypatch)
+    register(claude_env(tmp_path, [*CLAUDE_FAILED_TURN, *WAIT_HERE]), os.getpid(),
+             start_time(os.getpid()))  # fmt: skip
+    record = records.load(root_id)
+    assert record is not None
+    note = native("quota_auto_resume_stale")
+    records.save(replace(record, extra={**record.extra, records.NATIVE: note}))
+    assert main(["run", "--resume-of", str(mark_id), "--", "continue"]) == 0
+    assert typed == [os.getpid()]
+
+
+def test_an_open_claude_rewake_cannot_reach_is_notified_with_the_reason(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The open Claude holding the conversation runs in no tmux pane: no headless Claude is
+    started, the mark ends superseded (exit 7), and REWAKE_NOTIFY hears why at once."""
+    from rewake.cli import main
+    from rewake.exits import Exit
+    from rewake.runner.commands import run
+    from rewake.runner.process import panes
+
+    sent: list[Any] = []
+
+    class Announcer:
+        def send(self, notice: Any) -> None:
+            sent.append(notice)
+
+        def close(self) -> None:
+            sent.append("closed")
+
+    monkeypatch.setattr(panes, "find_pane", lambda pid: None)
+    monkeypatch.setattr(run, "_announcer", Announcer)
+    root_id, mark_id = armed_session(tmp_path, monkeypatch)
+    register(claude_env(tmp_path, CLAUDE_FAILED_TURN), os.getpid(), start_time(os.getpid()))
+    assert main(["run", "--resume-of", str(mark_id), "--", "continue"]) == Exit.SUPERSEDED
+    assert len(sent) == 2 and sent[1] == "closed"
+    assert sent[0].title == f"Not resumed, continue it by hand · {root_id}"
+    assert "runs in no tmux pane rewake can reach" in sent[0].body

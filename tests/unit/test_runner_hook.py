@@ -631,3 +631,112 @@ def test_the_resume_rewake_typed_into_the_session_is_let_through(tmp_path: Path)
     assert attempt_statuses(tmp_path) == ["failed", "started"]
     after = records.load(ROOT, env)
     assert after is not None and records.TYPED_RESUME not in after.extra
+
+
+# -- Claude Code's own auto-continue: the Notification hook --------------------------------------
+
+
+def notification(kind: str, message: str) -> JSON:
+    """A Notification payload as Claude Code 2.1.332 builds it: the common fields, then
+    `message`, `title` (left out when Claude names none) and `notification_type`."""
+    return {"session_id": SID, "transcript_path": "/nowhere.jsonl", "cwd": "/work",
+            "hook_event_name": "Notification", "message": message,
+            "notification_type": kind}  # fmt: skip
+
+
+STALE = notification("quota_auto_resume_stale", "Usage limit reset — press enter to continue")
+DISABLED = notification(
+    "quota_auto_resume_disabled",
+    "Automatic continue stopped — the usage limit now resets more than 24 hours out; the task "
+    "will not resume on its own",
+)
+FIRED = notification(
+    "quota_auto_resume_fired", "Usage limit reset — Claude is continuing your task"
+)
+
+
+def five_hour_payload(tmp_path: Path) -> JSON:
+    """A StopFailure on a five-hour limit resetting in under 3 h: interactive Claude Code
+    continues by itself there, so the hook arms nothing."""
+    payload = limit_payload(tmp_path, "a1")
+    path = Path(payload["transcript_path"])
+    path.write_text(path.read_text().replace('"seven_day_opus"', '"five_hour"'))
+    return payload
+
+
+def native_note(tmp_path: Path) -> Any:
+    record = records.load(ROOT, {"REWAKE_STATE_DIR": str(tmp_path / "state")})
+    assert record is not None
+    return record.extra.get(records.NATIVE)
+
+
+@pytest.mark.parametrize("gave_up", [STALE, DISABLED])
+def test_claude_giving_up_its_own_continue_arms_the_mark_the_hook_did_not(
+    tmp_path: Path, gave_up: JSON
+) -> None:
+    """The hook stood down on a five-hour limit (Claude continues by itself); Claude then
+    reports it will not (stale or disabled): the mark is armed now and the record notes why."""
+    stood_down = fire(tmp_path, five_hour_payload(tmp_path))
+    assert not stood_down.armed and "continues this session by itself" in " ".join(stood_down.lines)
+    result = fire(tmp_path, gave_up)
+    assert result.armed
+    store = local_store(tmp_path, NOW)
+    assert store.get_mark(ROOT)["state"] == "armed"
+    store.close()
+    note = native_note(tmp_path)
+    assert (note["attempt"], note["type"]) == (1, gave_up["notification_type"])
+
+
+def test_claude_giving_up_leaves_an_armed_mark_as_it_is(tmp_path: Path) -> None:
+    """A model's limit: the hook armed mark 1; Claude's stale report keeps that mark (no second
+    one) and notes the attempt, which the fire-time check reads."""
+    assert fire(tmp_path, limit_payload(tmp_path, "a1")).armed
+    store = local_store(tmp_path, NOW)
+    before = store.get_mark(ROOT)
+    store.close()
+    result = fire(tmp_path, STALE)
+    store = local_store(tmp_path, NOW)
+    after = store.get_mark(ROOT)
+    store.close()
+    assert (after["id"], after["state"]) == (before["id"], "armed")
+    assert "types the resume into this Claude Code" in result.lines[-1]
+    assert native_note(tmp_path)["type"] == "quota_auto_resume_stale"
+
+
+def test_claude_continuing_by_itself_is_noted_without_opening_the_store(tmp_path: Path) -> None:
+    """quota_auto_resume_fired: the record notes that Claude continued the attempt; nothing is
+    armed and the store is not opened."""
+    fire(tmp_path, five_hour_payload(tmp_path))
+    opened: list[str] = []
+    result = fire(tmp_path, FIRED, opened=opened)
+    assert opened == [] and not result.armed
+    assert native_note(tmp_path)["type"] == "quota_auto_resume_fired"
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [
+        notification("idle_prompt", "Claude is waiting for your input"),
+        notification("permission_prompt", "Claude needs your permission to use Bash"),
+        {**STALE, "session_id": "0ther-session"},
+    ],
+)
+def test_other_notifications_and_unknown_sessions_store_nothing(
+    tmp_path: Path, payload: JSON
+) -> None:
+    """Any other notification type, or one for a session rewake never reported: silent, no
+    store opened, nothing written."""
+    fire(tmp_path, limit_payload(tmp_path, "a1"))
+    before = {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")}
+    opened: list[str] = []
+    assert (fire(tmp_path, payload, opened=opened).lines, opened) == ([], [])
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("*")} == before
+
+
+def test_a_new_failure_forgets_what_claude_said_of_the_last_one(tmp_path: Path) -> None:
+    """Claude's note belongs to one attempt: the next StopFailure's record drops it."""
+    fire(tmp_path, five_hour_payload(tmp_path))
+    fire(tmp_path, FIRED)
+    fire(tmp_path, PROMPT)
+    fire(tmp_path, limit_payload(tmp_path, "a2"))
+    assert native_note(tmp_path) is None

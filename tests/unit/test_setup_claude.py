@@ -87,6 +87,24 @@ def test_a_missing_file_is_created_with_the_three_entries(home: Path) -> None:
     assert Path(shlex.split(rewake_command())[0]).is_absolute()
 
 
+def test_the_notification_entry_hears_claudes_own_auto_continue(home: Path) -> None:
+    """A Notification entry runs `rewake hook claude` on the three kinds Claude Code reports
+    its own auto-continue with (fired, stale, disabled) and on no other notification; a user's
+    own Notification hook stays, and a second run adds no second entry."""
+    write(settings_file(home), {"hooks": {"Notification": [
+        {"hooks": [{"type": "command", "command": "notify-send claude"}]}]}})  # fmt: skip
+    assert setup() == Exit.OK and setup() == Exit.OK
+    groups = json.loads(settings_file(home).read_text())["hooks"]["Notification"]
+    assert groups == [
+        {"hooks": [{"type": "command", "command": "notify-send claude"}]},
+        {
+            "matcher": "quota_auto_resume_fired|quota_auto_resume_stale|quota_auto_resume_disabled",
+            "hooks": [{"type": "command", "command": rewake_command("hook", "claude"),
+                       "timeout": 30}],
+        },
+    ]  # fmt: skip
+
+
 def test_the_users_keys_and_hooks_are_kept(home: Path) -> None:
     """Every other key, and the user's hooks on the same events, stay as they were."""
     write(settings_file(home), FOREIGN)
@@ -249,7 +267,7 @@ def test_rewakes_hooks_are_recognised_by_their_command(command: object, ours: bo
 
 
 def test_the_readme_shows_what_setup_writes() -> None:
-    """README's settings.json block is the three entries setup writes, with a bare `rewake`."""
+    """README's settings.json block is the entries setup writes, with a bare `rewake`."""
     text = README.read_text()
     block = re.search(r'```json\n(\{"hooks": \{\n  "StopFailure".*?)```', text, re.S)
     assert block is not None

@@ -57,7 +57,7 @@ from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_
 from rewake.runner.process.notices import announcer_from_env
 from rewake.runner.process.supervise import ProgramNotFound
 from rewake.spawn_env import agent_environment, without_rewake_settings
-from rewake.sweeper.announce import Announcer
+from rewake.sweeper.announce import Announcer, Notice
 
 
 def register(subparsers: Any) -> None:
@@ -376,6 +376,8 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
                 reason = (f"an open Claude Code (pid {moved.holder_pid}) holds this conversation "
                           f"and will not continue by itself, and rewake cannot type into it "
                           f"({why_not}): type the resume there")  # fmt: skip
+                # Nobody continues the conversation now: a person must hear of it at once.
+                _notify_unreachable(root_id, mark_id, reason)
             lock.release()
             print(printable(f"rewake run: mark {mark_id} not resumed: {reason}"), file=sys.stderr)
             records.save(replace(record, extra={**record.extra, "superseded": {
@@ -437,6 +439,21 @@ def _moved_on(store: Store, record: RunRecord, env: dict[str, str]) -> Continuat
         print(printable(f"rewake run: {line}"), file=sys.stderr)
 
     return conversation_moved_on(store, record, env, say=say)
+
+
+def _notify_unreachable(root_id: str, mark_id: int, reason: str) -> None:
+    """REWAKE_NOTIFY's notice that the open Claude holding the conversation cannot be reached
+    (the mark ends `superseded`: its state machine has no way back to waiting); nothing when
+    no notifier is set."""
+    announcer = _announcer()
+    if announcer is None:
+        return
+    try:
+        announcer.send(Notice(f"Not resumed, continue it by hand · {root_id}",
+                              f"{root_id}: mark {mark_id} was not resumed: {reason}",
+                              "warning"))  # fmt: skip
+    finally:
+        announcer.close()
 
 
 def _type_into_holder(record: RunRecord, pid: int, prompt: str, lock: SessionLock) -> str | None:

@@ -20,6 +20,10 @@ which clears an armed auto-resume (`manual_resume`), so the conversation is neve
 headless. While that headless resume is being sent or runs, the prompt is blocked instead
 (rewake.runner.hook.continuing).
 
+On `Notification` with a `notification_type` of Claude Code's own auto-continue (fired, stale,
+disabled) the hook notes whether Claude continues the failed attempt itself, and arms rewake's
+resume when it gave up (rewake.runner.hook.native); any other notification is ignored.
+
 Claude Code ignores a StopFailure hook's output and exit status, and a hook that hangs or
 crashes must never cost the user their session: every problem is one line on stderr (and in the
 hook log) and exit status 0, never stdout (Claude adds a UserPromptSubmit hook's stdout to the
@@ -39,6 +43,7 @@ from rewake.runner.hook.continuing import continue_by_hand
 from rewake.runner.hook.payload import (
     CONTINUE_EVENTS,
     CONTINUED,
+    NOTIFICATION,
     PROVIDER,
     RUN_ID,
     HookInput,
@@ -121,6 +126,7 @@ def resume_record(
     # A new failure: the next prompt typed by hand continues it, so it must be looked at again.
     extra.pop(CONTINUED, None)
     extra.pop(records.TYPED_RESUME, None)
+    extra.pop(records.NATIVE, None)
     extra["auto_resume"] = auto_resume or bool(extra.get("auto_resume"))
     base = old or records.RunRecord(root_id, RUN_ID, PROVIDER, cwd="", args=[])
     return replace(
@@ -169,10 +175,16 @@ def run_hook(
 
         continue_by_hand(hook, result, env=env, open_store=open_store)
         return result
+    if hook.hook_event_name == NOTIFICATION:
+        # Imported here: a prompt (UserPromptSubmit, the hook's most frequent run) needs none of it.
+        from rewake.runner.hook.native import native_notice
+
+        native_notice(hook, result, now=now, env=env, open_store=open_store)
+        return result
     if hook.hook_event_name not in (None, "StopFailure"):
         result.say(
             f"ignored: hook_event_name {hook.hook_event_name!r} is not StopFailure, "
-            "UserPromptSubmit or SessionStart"
+            "UserPromptSubmit, SessionStart or Notification"
         )
         return result
     agent = workflow_agent(raw)

@@ -29,6 +29,8 @@ SESSION_ID = re.compile(r"[0-9A-Za-z][0-9A-Za-z_-]{0,127}")
 
 #: The hook events that mean the user continues the session by hand.
 CONTINUE_EVENTS = frozenset({"UserPromptSubmit", "SessionStart"})
+#: The hook event by which Claude Code reports its own auto-continue (rewake.runner.hook.native).
+NOTIFICATION = "Notification"
 
 
 class HookInputError(ValueError):
@@ -51,6 +53,9 @@ class HookInput:
     source: str | None = None
     #: UserPromptSubmit's `prompt`: what was typed.
     prompt: str | None = None
+    #: Notification's `notification_type` (e.g. quota_auto_resume_stale) and `message`.
+    notification_type: str | None = None
+    message: str | None = None
 
 
 def read_hook_input(raw: str) -> HookInput:
@@ -86,6 +91,8 @@ def read_hook_input(raw: str) -> HookInput:
         permission_mode=text("permission_mode"),
         source=text("source"),
         prompt=text("prompt"),
+        notification_type=text("notification_type"),
+        message=text("message"),
     )
 
 

@@ -20,11 +20,15 @@ from rewake.runner.local.user_files import SetupError, home_of
 
 #: Seconds Claude Code gives the hook; the hook itself gives up after 20.
 HOOK_TIMEOUT_S = 30
+NATIVE_TYPES = "quota_auto_resume_fired|quota_auto_resume_stale|quota_auto_resume_disabled"
 #: (event, matcher or None, the arguments after `rewake`), in README.md's order.
 ENTRIES: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
     ("StopFailure", "rate_limit", ("hook", "claude", "--auto-resume")),
     ("UserPromptSubmit", None, ("hook", "claude")),
     ("SessionStart", "resume", ("hook", "claude")),
+    # Claude Code's own auto-continue: continued, or given up (rewake.runner.hook.native). The
+    # matcher names the notification types (a list of words, matched whole); others never run it.
+    ("Notification", NATIVE_TYPES, ("hook", "claude")),
 )
 
 JSON = dict[str, Any]
@@ -130,7 +134,7 @@ def without_rewake(settings: JSON, path: Path) -> JSON:
 
 
 def with_rewake(settings: JSON, path: Path, rewake: Sequence[str]) -> JSON:
-    """The settings with rewake's three entries for the command `rewake`, each where an
+    """The settings with rewake's entries for the command `rewake`, each where an
     earlier rewake entry of its event was (else at the end), and no other rewake hook."""
 
     hooks = _event_lists(settings, path)

@@ -160,6 +160,29 @@ def _held(holder: Holder, *, waits: bool = False) -> Continuation:
     )  # fmt: skip
 
 
+def with_native(found: Continuation, note: Any, attempt: int) -> Continuation:
+    """`found` corrected by what Claude Code's Notification hook said of its own continuation
+    of `attempt` (the note rewake.runner.hook.native keeps in the record): it fired, so Claude
+    continued; or it went stale or was disabled, so the open Claude that was told to wait will
+    not continue by itself after all, and rewake continues the conversation in it."""
+    if not isinstance(note, dict) or note.get("attempt") != attempt:
+        return found
+    at = _stamp(note.get("at"))
+    when = f" at {_clock(at)}" if at is not None else ""
+    kind = note.get("type")
+    if kind == "quota_auto_resume_fired":
+        return Continuation(
+            "moved_on", f"Claude continued this conversation itself{when} (its own automatic "
+            "continue fired: quota_auto_resume_fired)", found.holder_pid, True,
+        )  # fmt: skip
+    if kind in ("quota_auto_resume_stale", "quota_auto_resume_disabled") and found.continues_itself:
+        return Continuation(
+            "moved_on", f"an open Claude Code (pid {found.holder_pid}) holds this conversation "
+            f"but gave up continuing it by itself{when} ({kind})", found.holder_pid, False,
+        )  # fmt: skip
+    return found
+
+
 def _synthetic(row: Mapping[str, Any]) -> bool:
     message = row.get("message")
     model = message.get("model") if isinstance(message, dict) else None

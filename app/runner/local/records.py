@@ -80,6 +80,9 @@ class RunRecord:
 #: The record's note of a resume prompt rewake typed into the open interactive CLI that holds
 #: the conversation: the hook lets that prompt through while the mark is still sending.
 TYPED_RESUME = "typed_resume"
+#: The record's note of what interactive Claude Code said of its own auto-continue for the
+#: record's attempt (rewake.runner.hook.native): {"attempt", "type", "at", "message"}.
+NATIVE = "native_continue"
 
 
 def nothing_saved(record: RunRecord) -> str | None:

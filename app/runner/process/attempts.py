@@ -581,6 +581,8 @@ def conversation_moved_on(
             "without looking for a later turn")  # fmt: skip
         return None
     found = conversations.check(record.provider, record.cli_session_id, since, env)
+    # What interactive Claude Code said of its own continuation (rewake.runner.hook.native).
+    found = conversations.with_native(found, record.extra.get(records.NATIVE), record.attempt)
     if found.state == "unknown":
         say(f"cannot tell whether the conversation moved on ({found.reason}); resuming, "
             "the default")  # fmt: skip
