@@ -46,6 +46,7 @@ from rewake.runner.hook.payload import (
     NOTIFICATION,
     PROVIDER,
     RUN_ID,
+    WORKFLOW_AGENT,
     HookInput,
     HookInputError,
     HookResult,
@@ -55,7 +56,6 @@ from rewake.runner.hook.payload import (
     root_id_for,
 )
 from rewake.runner.hook.transcript import TranscriptTail, last_user_prompt, read_transcript_tail
-from rewake.runner.hook.workflow import record_hold, workflow_agent
 from rewake.runner.local import records
 from rewake.runner.local.store_base import JSON, Store, StoreError
 
@@ -187,10 +187,13 @@ def run_hook(
             "UserPromptSubmit, SessionStart or Notification"
         )
         return result
-    agent = workflow_agent(raw)
-    if agent is not None:  # a workflow's agent, not the session's turn: docs/workflows.md
-        record_hold(hook, agent, result, now=now, env=env)
-        return result
+    if WORKFLOW_AGENT in raw:  # loaded only then: the hook's start-up budget
+        from rewake.runner.hook.workflow import record_hold, workflow_agent
+
+        agent = workflow_agent(raw)
+        if agent is not None:  # a workflow's agent, not the session's turn: docs/workflows.md
+            record_hold(hook, agent, result, now=now, env=env)
+            return result
     tail = read_transcript_tail(hook.transcript_path, env)
     if tail.problem:
         result.say(f"note: {tail.problem}; reporting the error text alone")

@@ -19,6 +19,9 @@ RUN_ID = "interactive"
 
 
 PROVIDER = "claude"
+#: The `agent_type` of a StopFailure that a workflow's agent hit, not the session's own turn
+#: (docs/workflows.md).
+WORKFLOW_AGENT = "workflow-subagent"
 
 
 #: What a session id may look like (Claude's are UUIDs). It ends up in the resume's argv as

@@ -26,13 +26,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from rewake.runner.hook.payload import PROVIDER, RUN_ID, HookInput, HookResult, root_id_for
+from rewake.runner.hook.payload import (
+    PROVIDER,
+    RUN_ID,
+    WORKFLOW_AGENT,
+    HookInput,
+    HookResult,
+    root_id_for,
+)
 from rewake.runner.hook.transcript import projects_dir
 from rewake.runner.local import records
 from rewake.runner.process import workflows
 
-#: The payload's `agent_type` for an agent a workflow started.
-WORKFLOW_AGENT = "workflow-subagent"
 #: The record's map of limits that paused a workflow: run id -> what the hook saw.
 HOLDS_KEY = "workflow_holds"
 #: Who continues a paused workflow (docs/workflows.md): Claude Code itself, after the reset.
