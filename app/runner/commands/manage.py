@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from rewake.exits import Exit
 from rewake.printable import json_printable, printable
 from rewake.runner.commands.views import _invalid_name, _with_store
 from rewake.runner.local import records
-from rewake.runner.local.store import Store
+from rewake.runner.local.store import JSON, Store
 
 #: An attempt's log file: `<run>-attempt-<n>.log`.
 _LOG = re.compile(r"^(?P<run>.+)-attempt-(?P<attempt>\d+)\.log$")
@@ -62,33 +63,28 @@ def register(commands: Any) -> None:
 
 
 def run_cancel(args: argparse.Namespace) -> int:
-    if (bad := _invalid_name("cancel", args.name)) is not None:
-        return bad
-
-    def work(store: Store) -> int:
-        session = store.cancel(args.name)
-        if args.json:
-            print(json_printable(session, indent=2))
-        else:
-            print(printable(f"{args.name}: cancelled"))
-        return Exit.OK
-
-    return _with_store("cancel", datetime.now(UTC), work)
+    return _act(args, "cancel", lambda store: store.cancel(args.name), "cancelled")
 
 
 def run_rm(args: argparse.Namespace) -> int:
-    if (bad := _invalid_name("rm", args.name)) is not None:
+    return _act(args, "rm", lambda store: store.delete(args.name), "deleted; its tombstone is kept")
+
+
+def _act(args: argparse.Namespace, command: str, call: Callable[[Store], JSON], words: str) -> int:
+    """One call of the store on session `args.name`: its answer as JSON (`--json`), or the
+    session's name and what became of it."""
+    if (bad := _invalid_name(command, args.name)) is not None:
         return bad
 
     def work(store: Store) -> int:
-        tombstone = store.delete(args.name)
+        answer = call(store)
         if args.json:
-            print(json_printable(tombstone, indent=2))
+            print(json_printable(answer, indent=2))
         else:
-            print(printable(f"{args.name}: deleted; its tombstone is kept"))
+            print(printable(f"{args.name}: {words}"))
         return Exit.OK
 
-    return _with_store("rm", datetime.now(UTC), work)
+    return _with_store(command, datetime.now(UTC), work)
 
 
 def run_resolve(args: argparse.Namespace) -> int:
