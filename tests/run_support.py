@@ -109,6 +109,15 @@ class RunEnv:
             store.close()
 
 
+def process_running(pid: int) -> bool:
+    """Whether `pid` is a process that has not ended (a zombie has ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def make_run_env(tmp_path: Path, **settings: object) -> RunEnv:
     work = tmp_path / "work"
     work.mkdir()

@@ -4,17 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from run_support import make_run_env
+from run_support import make_run_env, process_running
 from sweeper_support import wait_until
-
-
-def _running(pid: int) -> bool:
-    """Whether `pid` is a process that has not ended (a zombie has ended)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def test_a_run_the_test_left_running_ends_with_it(tmp_path: Path) -> None:
@@ -27,9 +18,9 @@ def test_a_run_the_test_left_running_ends_with_it(tmp_path: Path) -> None:
     try:
         assert wait_until(lambda: pidfile.exists() and pidfile.read_text().strip() != "", 30)
         cli = int(pidfile.read_text())
-        assert _running(cli)
+        assert process_running(cli)
     finally:
         env.end_started()
     assert process.returncode is not None
     assert process.stdout is not None and process.stdout.closed
-    assert not _running(cli)
+    assert not process_running(cli)

@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 from run_support import RunEnv, attempts_of, make_run_env
-from test_service_serve import free_port, rewake, wait_healthy
+from test_service_serve import serving_with_token
 
 SECRET = "s3cret-for-the-gemini-test"
 AUTH = {"Authorization": f"Bearer {SECRET}"}
@@ -19,19 +19,8 @@ AUTH = {"Authorization": f"Bearer {SECRET}"}
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`rewake serve` with one named token, on a SQLite file of its own, no sweeper."""
-    work = tmp_path_factory.mktemp("served")
-    port = free_port()
-    process = rewake(
-        "serve", "--port", str(port), "--no-sweeper", cwd=work,
-        env={"REWAKE_API_TOKENS": f"laptop:{SECRET}"},
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, process)
+    with serving_with_token(tmp_path_factory.mktemp("served"), f"laptop:{SECRET}") as url:
         yield url
-    finally:
-        process.terminate()
-        process.communicate(timeout=30)
 
 
 @pytest.fixture

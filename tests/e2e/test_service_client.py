@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from test_service_serve import free_port, rewake, wait_healthy
+from test_service_serve import serving_with_token
 
 from rewake.runner.local.store import HttpStore, StoreError, token_parts
 
@@ -23,19 +23,8 @@ QUOTA = "You've hit your limit · resets 8pm (Europe/Berlin)"
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`rewake serve` with one named token, on a SQLite file of its own."""
-    work = tmp_path_factory.mktemp("served")
-    port = free_port()
-    process = rewake(
-        "serve", "--port", str(port), "--no-sweeper", cwd=work,
-        env={"REWAKE_API_TOKENS": f"laptop:{SECRET}"},
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, process)
+    with serving_with_token(tmp_path_factory.mktemp("served"), f"laptop:{SECRET}") as url:
         yield url
-    finally:
-        process.terminate()
-        process.communicate(timeout=30)  # waits, and closes its pipes
 
 
 @pytest.mark.parametrize("token", [f"laptop:{SECRET}", SECRET])

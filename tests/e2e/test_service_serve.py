@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -51,6 +52,23 @@ def wait_healthy(url: str, process: subprocess.Popen[str]) -> None:
         except httpx.TransportError:
             time.sleep(0.1)
     raise AssertionError(f"rewake serve did not answer: {process.stderr}")
+
+
+@contextmanager
+def serving_with_token(work: Path, token: str) -> Iterator[str]:
+    """`rewake serve` with one named token (`token` is `name:secret`), on a SQLite file of its
+    own in `work`, no sweeper: its URL while it runs."""
+    port = free_port()
+    process = rewake(
+        "serve", "--port", str(port), "--no-sweeper", cwd=work, env={"REWAKE_API_TOKENS": token}
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, process)
+        yield url
+    finally:
+        process.terminate()
+        process.communicate(timeout=30)  # waits, and closes its pipes
 
 
 @pytest.fixture

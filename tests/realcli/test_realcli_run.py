@@ -37,6 +37,7 @@ from realcli_drive import (
     waits_for,
 )
 from realcli_install import CLAUDE, CODEX, GEMINI, Pin
+from run_support import process_running
 
 pytestmark = pytest.mark.realcli
 
@@ -209,15 +210,6 @@ def test_rewake_run_resumes_real_gemini_once_after_the_reset(runs: dict[str, Sup
     assert_one_resume_after_the_reset(runs["gemini"], mp.GEMINI)
 
 
-def _running(pid: int) -> bool:
-    """Whether `pid` is a process that has not ended (a zombie has ended)."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
 def test_ending_a_run_ends_the_cli_it_supervises(tmp_path: Path) -> None:
     """Ending a supervised run (a test's deadline, the session's end) ends the CLI under
     `rewake run` too, though rewake starts it in a session of its own."""
@@ -243,7 +235,7 @@ def test_ending_a_run_ends_the_cli_it_supervises(tmp_path: Path) -> None:
     finally:
         run.end()
     assert process.returncode is not None
-    assert [pid for pid in cli if _running(pid)] == []
+    assert [pid for pid in cli if process_running(pid)] == []
 
 
 def hook_settings(box: Box) -> dict[str, Any]:
