@@ -182,9 +182,19 @@ def anthropic_body(reply: Reply, request: dict[str, Any], serial: int) -> tuple[
                    "content": [full_block], "stop_reason": stop, "stop_sequence": None,
                    "usage": usage}  # fmt: skip
         return "application/json", json.dumps(message).encode()
+    return "text/event-stream", anthropic_stream(message_id, model, block, delta, stop)
+
+
+def anthropic_stream(
+    message_id: str, model: str, block: dict[str, Any], delta: dict[str, Any], stop: str
+) -> bytes:
+    """A streamed Messages answer of one content block: `block` as it opens, then `delta`,
+    ending with `stop` as its stop reason."""
+    usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0,
+             "cache_read_input_tokens": 0}  # fmt: skip
     start = {"id": message_id, "type": "message", "role": "assistant", "model": model,
              "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage}  # fmt: skip
-    return "text/event-stream", _sse([
+    return _sse([
         ("message_start", {"type": "message_start", "message": start}),
         ("content_block_start", {"type": "content_block_start", "index": 0,
                                  "content_block": block}),

@@ -76,11 +76,6 @@ def _has_tool_result(message: dict[str, Any]) -> bool:
 
 def _message(request: dict[str, Any], serial: int, block: dict[str, Any]) -> bytes:
     """A streamed Messages answer holding one block (text or a tool call)."""
-    usage = {"input_tokens": 10, "output_tokens": 5, "cache_creation_input_tokens": 0,
-             "cache_read_input_tokens": 0}  # fmt: skip
-    start = {"id": f"msg_wf{serial:04d}", "type": "message", "role": "assistant",
-             "model": request.get("model", "claude-mock"), "content": [], "stop_reason": None,
-             "stop_sequence": None, "usage": usage}  # fmt: skip
     if block["type"] == "tool_use":
         opened = {**block, "input": {}}
         delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
@@ -89,17 +84,8 @@ def _message(request: dict[str, Any], serial: int, block: dict[str, Any]) -> byt
         opened = {"type": "text", "text": ""}
         delta = {"type": "text_delta", "text": block["text"]}
         stop = "end_turn"
-    return mp._sse([
-        ("message_start", {"type": "message_start", "message": start}),
-        ("content_block_start", {"type": "content_block_start", "index": 0,
-                                 "content_block": opened}),
-        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
-        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        ("message_delta", {"type": "message_delta",
-                           "delta": {"stop_reason": stop, "stop_sequence": None},
-                           "usage": {"output_tokens": 5}}),
-        ("message_stop", {"type": "message_stop"}),
-    ])  # fmt: skip
+    model = str(request.get("model", "claude-mock"))
+    return mp.anthropic_stream(f"msg_wf{serial:04d}", model, opened, delta, stop)
 
 
 @dataclass
