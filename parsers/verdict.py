@@ -1,7 +1,7 @@
 """The Verdict: what `rewake.parsers.parse` concludes about one piece of CLI output.
 
 Its JSON form (`Verdict.to_json`) is a contract shared with the service, the CLI and the
-hosts; field names and values are listed in docs/design.md#verdict and the README.
+hosts; field names and values are listed in docs/design.md#verdict.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ Form = Literal["epoch", "structured", "named_zone", "offset_zone", "local_time",
 
 PROVIDERS: tuple[Provider, ...] = ("claude", "codex", "gemini")
 
-#: Every refusal code, with what it means; the README's table is generated from this.
+#: Every refusal code, with what it means; docs/design.md's table names the same (a test compares).
 REFUSAL_CODES: dict[str, str] = {
     "not_stated": 'a limit with no reset time stated ("try again later")',
     "no_reset": "waiting will not help: spend caps, credits, disabled allocation, `limit: 0`",

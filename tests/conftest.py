@@ -115,8 +115,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark each test by what it needs: a PostgreSQL server (`postgres`), the installed
     service in processes of its own (`e2e`, tests/e2e/), a browser (`browser`,
-    tests/browser/), and the drills (`drill`); `-m` then picks the inner loop (see README,
-    "Tests")."""
+    tests/browser/), and the drills (`drill`); `-m` then picks the inner loop (see CONTRIBUTING.md,
+    "The inner loop")."""
     for item in items:
         parts = item.path.parts
         if "e2e" in parts:

@@ -1,17 +1,20 @@
-"""The README's Python examples run as written."""
+"""The Python examples of the README and of docs/parsing.md run as written."""
 
 from __future__ import annotations
 
 import doctest
 from pathlib import Path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_readme_parser_examples() -> None:
-    """Every `>>>` example in the README gives the output printed beside it."""
+@pytest.mark.parametrize("page", ["README.md", "docs/parsing.md"])
+def test_parser_examples(page: str) -> None:
+    """Every `>>>` example on the page gives the output printed beside it."""
     failures, attempted = doctest.testfile(
-        str(README), module_relative=False, optionflags=doctest.ELLIPSIS
+        str(ROOT / page), module_relative=False, optionflags=doctest.ELLIPSIS
     )
     assert attempted > 0
     assert failures == 0

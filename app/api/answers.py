@@ -31,7 +31,7 @@ class Answer(BaseModel):
 
 
 class Refusal(Answer):
-    """Why a provider_quota verdict carries no reset_at (README: the refusal codes)."""
+    """Why a provider_quota verdict carries no reset_at (docs/design.md#refusal-codes)."""
 
     code: str
     detail: str

@@ -53,7 +53,7 @@ class Problem(BaseModel):
     title: str = Field(description="what the code means")
     status: int
     detail: str = Field(description="what happened, in words")
-    code: str = Field(description="the stable code (README: Errors)")
+    code: str = Field(description="the stable code (docs/api.md: Errors)")
 
 
 class ProblemMembers(BaseModel):

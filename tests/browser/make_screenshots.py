@@ -1,4 +1,4 @@
-"""Screenshots of the web page for the README and docs/web.md, on the seeded sessions.
+"""Screenshots of the web page for docs/web.md, on the seeded sessions.
 
     python tests/browser/make_screenshots.py         # writes docs/screenshots/*.png
     python tests/browser/make_screenshots.py DIR     # writes them to DIR instead

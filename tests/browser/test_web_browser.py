@@ -217,7 +217,7 @@ def test_the_next_24_hours_picture_shows_each_accounts_resets_and_resumes(
 
 
 def test_the_screenshot_script_writes_every_picture(browser: Any, tmp_path: Path) -> None:
-    """make_screenshots.py, which writes the README's pictures, runs (in its own process, as
+    """make_screenshots.py, which writes docs/web.md's pictures, runs (in its own process, as
     by hand) and writes each one at its width; the committed ones are its last output."""
     import make_screenshots
 

@@ -1,6 +1,6 @@
-"""The README's API section, sent request by request to a live `rewake serve` started the way the
-README says (tokens and display zone in the environment, an empty folder, its own sweeper and the
-default executor), its wall clock set to the README's 2026-11-30 13:06 UTC with libfaketime: each
+"""docs/api.md's examples, sent request by request to a live `rewake serve` started the way the
+page says (tokens and display zone in the environment, an empty folder, its own sweeper and the
+default executor), its wall clock set to the page's 2026-11-30 13:06 UTC with libfaketime: each
 answer has the status, type and fields shown under its request."""
 
 from __future__ import annotations
@@ -18,20 +18,20 @@ import httpx
 import pytest
 from sweeper_support import REPO, free_port, stop_all, wait_until
 
-README = REPO / "README.md"
+API_DOC = REPO / "docs" / "api.md"
 CUT = "…"
-#: The README's setup: `REWAKE_API_TOKENS=… REWAKE_DISPLAY_ZONE=Europe/Berlin rewake serve`.
-README_ENV = {
+#: The page's setup: `REWAKE_API_TOKENS=… REWAKE_DISPLAY_ZONE=Europe/Berlin rewake serve`.
+EXAMPLES_ENV = {
     "REWAKE_API_TOKENS": "alice:alice-secret-0123456789",
     "REWAKE_DISPLAY_ZONE": "Europe/Berlin",
 }
-README_NOW = "2026-11-30 13:06:00"
+SHOWN_AT = "2026-11-30 13:06:00"
 _LIBFAKETIME_GLOBS = ("usr/lib/*/faketime/libfaketime.so.1", "usr/lib/faketime/libfaketime.so.1",
                       "usr/lib64/faketime/libfaketime.so.1")  # fmt: skip
 
 
 def api_section() -> str:
-    text = README.read_text(encoding="utf-8")
+    text = API_DOC.read_text(encoding="utf-8")
     return text[text.index("<!-- api:start -->") : text.index("<!-- api:end -->")]
 
 
@@ -79,13 +79,13 @@ def libfaketime() -> Path:
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[str]:
-    """`rewake serve` as the README starts it, in an empty folder, at the README's instant."""
+    """`rewake serve` as docs/api.md starts it, in an empty folder, at the page's instant."""
     port = free_port()
     env = {name: value for name, value in os.environ.items() if not name.startswith("REWAKE_")}
-    env.update(README_ENV)
+    env.update(EXAMPLES_ENV)
     env["PYTHONPATH"] = str(REPO)
     # A frozen wall clock; the monotonic clocks stay real so timers and timeouts still run.
-    env.update(LD_PRELOAD=str(libfaketime()), FAKETIME=README_NOW, FAKETIME_DONT_FAKE_MONOTONIC="1")
+    env.update(LD_PRELOAD=str(libfaketime()), FAKETIME=SHOWN_AT, FAKETIME_DONT_FAKE_MONOTONIC="1")
     env["TZ"] = "UTC"
     log = tmp_path / "serve.log"
     folder = tmp_path / "empty"
@@ -113,8 +113,17 @@ def served(tmp_path: Path) -> Iterator[str]:
         stop_all([proc])
 
 
+def test_the_page_states_the_setup_its_examples_run_against() -> None:
+    """docs/api.md names the settings and the instant the examples run against, as started here."""
+    text = " ".join(API_DOC.read_text(encoding="utf-8").split())
+    settings = " ".join(f"{name}={value}" for name, value in EXAMPLES_ENV.items())
+    assert f"`{settings} rewake serve`" in text
+    assert f"at {SHOWN_AT[:-3]} UTC" in text
+
+
 def test_readme_examples_answer_as_shown(served: str) -> None:
-    """Each README API request, sent in order, gets the status, type and body shown under it."""
+    """Each of docs/api.md's requests, sent in order, gets the status, type and body shown under
+    it."""
     with httpx.Client(base_url=served, timeout=30) as client:
         for request, answer in exchanges():
             line, headers, body = split(request)

@@ -1,4 +1,4 @@
-"""README's "service + rewake run" recipe, its settings read from the README: `rewake serve`
+"""docs/run.md's "service + rewake run" recipe, its settings read from the page: `rewake serve`
 with the command executor, and `rewake run --auto-resume` against it. The resume its sweeper
 starts is recorded in the service (its session finished), never in a local database, with no
 REWAKE_URL or REWAKE_TOKEN in serve's own environment. And `rewake run --resume-of` refuses to
@@ -22,14 +22,14 @@ from sweeper_support import free_port, stop_all, wait_until
 from rewake.exits import Exit
 
 TOKEN = "svc-token-0123456789abcdef"
-README = Path(__file__).resolve().parents[2] / "README.md"
+RUN_DOC = Path(__file__).resolve().parents[2] / "docs" / "run.md"
 
 
 def readme_recipe() -> tuple[dict[str, str], dict[str, str]]:
-    """The settings of README's "service + rewake run" recipe: those `rewake serve` is started
+    """The settings of docs/run.md's "service + rewake run" recipe: those `rewake serve` is started
     with, and those `rewake run` is; $TOKEN is the test's token, the port the test's."""
-    text = README.read_text(encoding="utf-8")
-    section = text[text.index("### With a service: `rewake serve` and `rewake run`") :]
+    text = RUN_DOC.read_text(encoding="utf-8")
+    section = text[text.index("## With a service: `rewake serve` and `rewake run`") :]
     block = re.search(r"```sh\n(.*?)```", section, flags=re.DOTALL)
     assert block is not None
     script = block.group(1).replace("\\\n", " ").replace("$TOKEN", TOKEN)
@@ -53,7 +53,7 @@ def service(tmp_path: Path) -> Iterator[tuple[RunEnv, httpx.Client]]:
     run_env.env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), run_env.env["PATH"]])
     port = free_port()
     serve_env = dict(run_env.env)
-    del serve_env["REWAKE_DATABASE_URL"]  # the README's `rewake serve`: rewake.db where it runs
+    del serve_env["REWAKE_DATABASE_URL"]  # the recipe's `rewake serve`: rewake.db where it runs
     serve_env.update(serve_settings, REWAKE_SWEEP_INTERVAL_S="1")
     folder = tmp_path / "service"
     folder.mkdir()

@@ -1,4 +1,4 @@
-"""The real CLIs resumed by `rewake serve`'s own sweeper, the way README's "service + rewake
+"""The real CLIs resumed by `rewake serve`'s own sweeper, the way docs/run.md's "service + rewake
 run" recipe runs them: `rewake serve` with the command executor (`rewake run --resume-of`)
 and nothing else about the store in its environment, and `rewake run --auto-resume` pointed
 at it with REWAKE_URL and REWAKE_TOKEN. The resume is recorded in the service: its session

@@ -16,7 +16,7 @@ from rewake.exits import Exit
 from rewake.runner.local import claude_settings
 from rewake.runner.local.user_files import rewake_argv
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+PROVIDERS_DOC = Path(__file__).resolve().parents[2] / "docs" / "providers.md"
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def write(path: Path, settings: object) -> None:
 
 
 def test_a_missing_file_is_created_with_the_three_entries(home: Path) -> None:
-    """No ~/.claude yet: the folder and file are made, holding README's three entries with
+    """No ~/.claude yet: the folder and file are made, holding docs/providers.md's entries with
     the absolute rewake: StopFailure (rate_limit, --auto-resume), UserPromptSubmit,
     SessionStart (resume)."""
     assert setup() == Exit.OK
@@ -266,9 +266,10 @@ def test_rewakes_hooks_are_recognised_by_their_command(command: object, ours: bo
     assert claude_settings.is_rewake_hook(command) is ours
 
 
-def test_the_readme_shows_what_setup_writes() -> None:
-    """README's settings.json block is the entries setup writes, with a bare `rewake`."""
-    text = README.read_text()
+def test_the_docs_show_what_setup_writes() -> None:
+    """docs/providers.md's settings.json block is the entries setup writes, with a bare
+    `rewake`."""
+    text = PROVIDERS_DOC.read_text()
     block = re.search(r'```json\n(\{"hooks": \{\n  "StopFailure".*?)```', text, re.S)
     assert block is not None
     written = claude_settings.with_rewake({}, Path("settings.json"), ["rewake"])

@@ -1,7 +1,7 @@
 """rewake's hook entries in Claude Code's user settings: added, replaced, or removed, and nothing
 else touched.
 
-The entries are README.md's ("Interactive Claude Code: `rewake hook`"), with the absolute command
+The entries are docs/providers.md's ("Interactive Claude Code"), with the absolute command
 of this rewake: Claude Code runs hooks through a shell on its own PATH, where a `rewake`
 installed in a virtualenv is not found. An entry is rewake's when its command is `<dir>/rewake
 hook claude ...` or `<python> -m rewake hook claude ...`; every other key, event and hook of the
@@ -21,7 +21,7 @@ from rewake.runner.local.user_files import SetupError, home_of
 #: Seconds Claude Code gives the hook; the hook itself gives up after 20.
 HOOK_TIMEOUT_S = 30
 NATIVE_TYPES = "quota_auto_resume_fired|quota_auto_resume_stale|quota_auto_resume_disabled"
-#: (event, matcher or None, the arguments after `rewake`), in README.md's order.
+#: (event, matcher or None, the arguments after `rewake`), in docs/providers.md's order.
 ENTRIES: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
     ("StopFailure", "rate_limit", ("hook", "claude", "--auto-resume")),
     ("UserPromptSubmit", None, ("hook", "claude")),

@@ -2,8 +2,8 @@
 
 `rewake auto-resume NAME on` only arms a mark; it fires when a sweeper with the command executor
 watches the same local database. This module writes that sweeper as the user's own service
-(a systemd user unit on Linux, a launchd agent on macOS) with the settings README.md's
-"Supervising a CLI" section gives, and asks the service manager to start it.
+(a systemd user unit on Linux, a launchd agent on macOS) with the settings docs/run.md's
+"Resuming" section gives, and asks the service manager to start it.
 
 The platform, the environment and the commands' runner are arguments: the unit and the plist
 are built and checked on any machine, and no test starts a real service.
@@ -241,7 +241,7 @@ def service_file(
     raise SetupError(
         "platform_unsupported",
         f"rewake setup knows systemd (Linux) and launchd (macOS), not {platform!r}: run "
-        '`rewake sweep` with the settings of README.md\'s "Supervising a CLI" section yourself',
+        '`rewake sweep` with the settings of docs/run.md\'s "Resuming" section yourself',
     )
 
 
