@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from render import FAMILIES, HOST_ZONES
 
 from rewake import parsers
 from rewake.parsers import Verdict
+from tests.support.render import FAMILIES, HOST_ZONES
 
 OBSERVED = datetime(2026, 7, 25, 14, 5, 0, tzinfo=UTC)
 KINDS = {"provider_quota", "login_required", "transient", "other_failure", "none"}

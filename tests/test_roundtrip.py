@@ -21,7 +21,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
-from render import (
+
+from rewake import parsers
+from rewake.parsers import Verdict
+from tests.support.render import (
     DAY,
     FAMILIES,
     FAMILIES_BY_NAME,
@@ -42,9 +45,6 @@ from render import (
     local_midnight,
     utc_offset_changes,
 )
-
-from rewake import parsers
-from rewake.parsers import Verdict
 
 EARLIEST = datetime(2025, 1, 1, tzinfo=UTC)
 LATEST = datetime(2030, 12, 31, tzinfo=UTC)
