@@ -2,7 +2,7 @@
 
 Each example draws a message family, a host zone, a true reset instant (often near a DST
 change, a local midnight or a new year) and the moment the CLI printed it, renders the text
-with tests/render.py and parses it with the observed_at and zone the host would report.
+with tests/support/render.py and parses it with the observed_at and zone the host would report.
 
 Left out on purpose, because the rules themselves make them ambiguous rather than the parser
 wrong: a repeated wall time (DST fold: the rules take the later reading, so a reset at the
