@@ -24,17 +24,16 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).absolute().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path.insert(0, str(ROOT))
 
-from host_drills import (  # noqa: E402
+from rewake.db import migrations  # noqa: E402
+from rewake.db.engine import Database  # noqa: E402
+from tests.support.host_drills import (  # noqa: E402
     drip_drill,
     huge_answer_drill,
     slow_host_drill,
     slow_lookup_drill,
 )
-
-from rewake.db import migrations  # noqa: E402
-from rewake.db.engine import Database  # noqa: E402
 
 
 @contextmanager

@@ -17,12 +17,11 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).absolute().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from drills import run_drill  # noqa: E402 - needs the paths above
+sys.path.insert(0, str(ROOT))
 
 from rewake.db import migrations  # noqa: E402
 from rewake.db.engine import Database  # noqa: E402
+from tests.support.drills import run_drill  # noqa: E402 - needs the path above
 
 
 def main() -> int:

@@ -27,13 +27,13 @@ from tempfile import TemporaryDirectory
 from typing import Any
 
 REPO = Path(__file__).absolute().parent.parent
-sys.path[:0] = [str(REPO / "tests" / "realcli"), str(REPO)]
+sys.path.insert(0, str(REPO))
 
 
 def load_modules(seed: int) -> dict[str, Any]:
     """The matrix modules, drawn with `seed` (their draws happen at import)."""
     os.environ["REWAKE_REALCLI_SEED"] = str(seed)
-    return {cli: importlib.import_module(f"test_realcli_{cli}")
+    return {cli: importlib.import_module(f"tests.realcli.test_realcli_{cli}")
             for cli in ("claude", "codex", "gemini")}  # fmt: skip
 
 
@@ -56,14 +56,14 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=3)
     args = parser.parse_args()
 
-    from realcli_cases import judge, run_parallel
+    from tests.realcli.realcli_cases import judge, run_parallel
 
     totals: dict[str, Counter[str]] = {}
     for round_ in range(args.rounds):
         seed = args.seed + round_ if args.seed is not None else random.SystemRandom().randrange(
             10_000, 99_999
         )
-        for name in [m for m in sys.modules if m.startswith("test_realcli_")]:
+        for name in [m for m in sys.modules if m.startswith("tests.realcli.test_realcli_")]:
             del sys.modules[name]
         modules = load_modules(seed)
         todo = jobs(modules, tty=not args.no_tty)

@@ -27,17 +27,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).absolute().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
-
-from hosts.example_host import ExampleHost  # noqa: E402 - needs the paths above
-from sweeper_support import (  # noqa: E402
-    count_in_states,
-    marks_by_root,
-    rewake_env,
-    seed_marks,
-    sweepers,
-    wait_until,
-)
+sys.path.insert(0, str(ROOT))
 
 from rewake.db import migrations  # noqa: E402
 from rewake.db.engine import Database  # noqa: E402
@@ -46,6 +36,15 @@ from rewake.executors.log import LogExecutor  # noqa: E402
 from rewake.sweeper.config import SweeperConfig  # noqa: E402
 from rewake.sweeper.metrics import SweeperMetrics  # noqa: E402
 from rewake.sweeper.runtime import Sweeper  # noqa: E402
+from tests.hosts.example_host import ExampleHost  # noqa: E402 - needs the path above
+from tests.support.sweeper import (  # noqa: E402
+    count_in_states,
+    marks_by_root,
+    rewake_env,
+    seed_marks,
+    sweepers,
+    wait_until,
+)
 
 SECRET = "bench-secret-0123456789"
 GOAL_EMPTY_RATIO = 3.0

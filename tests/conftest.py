@@ -1,48 +1,21 @@
 """Shared fixtures for the service's tests: a migrated SQLite file, a fresh PostgreSQL schema,
-a settable clock, and the API served by a real uvicorn on loopback."""
+and the API served by a real uvicorn on loopback on a settable clock (tests/support/api.py and
+tests/support/db.py hold the parts tests import)."""
 
 from __future__ import annotations
 
 import os
-import sys
-import threading
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from pathlib import PurePosixPath
 from typing import Any
 
 import httpx
 import pytest
 
-POSTGRES_ENV = "REWAKE_TEST_POSTGRES_URL"
-#: The instant most service tests stand at: one minute after their reports were observed.
-T0 = datetime(2026, 11, 30, 13, 6, tzinfo=UTC)
-TOKENS = "alice:alice-secret-0123456789,bob:bob-secret-0123456789"
-ALICE = {"Authorization": "Bearer alice-secret-0123456789"}
-
-
-@dataclass
-class Clock:
-    """A clock the tests set; the app reads it once per request."""
-
-    now: datetime = T0
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **delta: float) -> datetime:
-        self.now += timedelta(**delta)
-        return self.now
-
-
-#: Tests import this module's helpers as `conftest`; tests/realcli/conftest.py takes that name
-#: in sys.modules when pytest loads it, so the name is given back to this module before each
-#: collection step and each test (an import inside a test function would find the other one).
-_THIS_MODULE = sys.modules[__name__]
+from tests.support.api import T0, Api, serve_api
+from tests.support.db import fresh_postgres_schema, migrate
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -55,14 +28,6 @@ def pytest_configure(config: pytest.Config) -> None:
     now = int(time.time())
     os.environ.setdefault("REWAKE_REALCLI_SEED", str(now % 100_000))
     os.environ.setdefault("REWAKE_REALCLI_DRAWN_AT", str(now))
-
-
-def pytest_collectstart(collector: pytest.Collector) -> None:
-    sys.modules["conftest"] = _THIS_MODULE
-
-
-def pytest_runtest_setup(item: pytest.Item) -> None:
-    sys.modules["conftest"] = _THIS_MODULE
 
 
 #: Tests that share something costly or must not overlap one another run on one worker of a
@@ -81,8 +46,8 @@ _GROUP_BY_FILE = {
     "test_sweeper_kill_drill.py": "drills",
     "test_sweeper_host_drills.py": "drills",
 }
-#: The drills (tests/drills.py, tests/host_drills.py): they run in the default run; the inner
-#: loop leaves them out with `-m "not drill"`.
+#: The drills (tests/support/drills.py, tests/support/host_drills.py): they run in the default
+#: run; the inner loop leaves them out with `-m "not drill"`.
 _DRILLS = {"test_sweeper_kill_drill.py", "test_sweeper_host_drills.py"}
 
 
@@ -131,44 +96,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.postgres)
 
 
-def migrate(url: str) -> None:
-    from rewake.db import migrations
-    from rewake.db.engine import Database
-
-    database = Database(url)
-    migrations.upgrade(database.engine)
-    database.dispose()
-
-
-def postgres_schema_url(base: str, schema: str) -> str:
-    """`base` with every connection's search_path set to `schema`."""
-    separator = "&" if "?" in base else "?"
-    return f"{base}{separator}options=-csearch_path%3D{schema}"
-
-
-@contextmanager
-def fresh_postgres_schema(migrated: bool = True) -> Iterator[str]:
-    """A URL whose connections live in a new schema, dropped afterwards."""
-    base = os.environ.get(POSTGRES_ENV)
-    if not base:
-        pytest.skip(f"{POSTGRES_ENV} is not set")
-    import sqlalchemy
-
-    schema = f"rewake_test_{uuid.uuid4().hex[:12]}"
-    admin = sqlalchemy.create_engine(base.replace("postgresql://", "postgresql+psycopg://", 1))
-    with admin.begin() as connection:
-        connection.exec_driver_sql(f"CREATE SCHEMA {schema}")
-    url = postgres_schema_url(base, schema)
-    try:
-        if migrated:
-            migrate(url)
-        yield url
-    finally:
-        with admin.begin() as connection:
-            connection.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
-        admin.dispose()
-
-
 @pytest.fixture(scope="session")
 def sqlite_url(tmp_path_factory: pytest.TempPathFactory) -> str:
     url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'rewake.db'}"
@@ -199,61 +126,6 @@ def database(db_url: str) -> Iterator[Any]:
     db.dispose()
 
 
-class LiveServer:
-    """An app served by uvicorn in a thread, on a free loopback port."""
-
-    def __init__(self, app: Any) -> None:
-        import uvicorn
-
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.01)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}"
-
-    def __exit__(self, *_exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-
-
-@dataclass
-class Api:
-    """A running API: its base URL, its clock, and its database."""
-
-    url: str
-    clock: Clock
-    database: Any
-
-    def client(self, headers: dict[str, str] | None = None) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers=ALICE if headers is None else headers)
-
-
-@contextmanager
-def serve_api(database_url: str, **settings: Any) -> Iterator[Api]:
-    """The API over `database_url`, with tokens unless told otherwise, on a settable clock."""
-    from rewake.db.engine import Database
-    from rewake.main import create_app
-    from rewake.settings import Settings
-
-    settings.setdefault("api_tokens", TOKENS)
-    settings.setdefault("display_zone", "Europe/Berlin")
-    clock = Clock()
-    database = Database(database_url)
-    config = Settings(database_url=database_url, **settings)
-    app = create_app(config, database=database, clock=clock)
-    with LiveServer(app) as url:
-        yield Api(url=url, clock=clock, database=database)
-    database.dispose()
-
-
 @pytest.fixture(scope="session")
 def _served(db_url: str) -> Iterator[Api]:
     with serve_api(db_url) as api:
@@ -278,39 +150,6 @@ def http(api: Api) -> Iterator[httpx.Client]:
 def root_id() -> str:
     """A root_id no other test uses."""
     return f"s-{uuid.uuid4().hex[:16]}"
-
-
-# Real CLI messages, observed at OBSERVED (13:05Z) on a host in Europe/Berlin (CET, +01:00).
-OBSERVED = "2026-11-30T14:05:00+01:00"
-QUOTA = "You've hit your session limit · resets 5:40pm (Europe/Berlin)"  # 16:40Z, +60 s
-QUOTA_LATER = "You've hit your session limit · resets 6:40pm (Europe/Berlin)"  # 17:40Z
-PASSED = "You've hit your session limit · resets 2:00pm (Europe/Berlin)"  # 13:00Z, 5 min ago
-STALE = "You've hit your session limit · resets 1:00pm (Europe/Berlin)"  # 65 min ago: stale
-NOT_STATED = "5 hour limit reached"
-#: Gemini CLI's capacity message (a relative reset: 16:39Z from 13:05Z).
-GEMINI_QUOTA = "You have exhausted your capacity on this model. Your quota will reset after 3h34m."
-NO_RESET = "Credit balance too low · Add funds: https://console.anthropic.com/settings/billing"
-LOGIN = "Not logged in · Run /login"
-NATIVE = (  # 6pm CET is 17:00Z; the CLI says it continues by itself
-    "5-hour limit reached ∙ resets 6pm\n"
-    "  ⎿  Claude will continue automatically when the limit resets."
-)
-
-
-def failure(attempt: int = 1, message: str = QUOTA, **extra: Any) -> dict[str, Any]:
-    """A failure report body from a Berlin host."""
-    body: dict[str, Any] = {
-        "attempt": attempt,
-        "message": message,
-        "observed_at": OBSERVED,
-        "zone": "Europe/Berlin",
-    }
-    body.update(extra)
-    return body
-
-
-def runs_url(root_id: str, run_id: str = "r1", what: str = "failures") -> str:
-    return f"/api/agent/runs/{root_id}/runs/{run_id}/{what}"
 
 
 @pytest.fixture(scope="module")

@@ -2,52 +2,19 @@
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
-from datetime import datetime
-from pathlib import Path
-from typing import Any
-
 import pytest
 
 from rewake.parsers import parse
-
-CORPUS = Path(__file__).parent / "corpus"
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    text: str
-    spec: dict[str, Any]
+from tests.support import corpus
 
 
-def load_cases() -> list[Case]:
-    cases = []
-    for spec_path in sorted(CORPUS.glob("*/*.json")):
-        if spec_path.parent.name == "templates":
-            continue  # message templates read from the CLIs' code: tests/test_templates.py
-        spec = json.loads(spec_path.read_text(encoding="utf-8"))
-        text_path = spec_path.with_suffix(".txt")
-        text = text_path.read_bytes().decode("utf-8")
-        cases.append(Case(id=f"{spec_path.parent.name}/{spec_path.stem}", text=text, spec=spec))
-    return cases
-
-
-CASES = load_cases()
-
-
-@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_corpus_case(case: Case) -> None:
+@pytest.mark.parametrize("case", corpus.params(corpus.cases()))
+def test_corpus_case(case: corpus.Case) -> None:
     """The parser's verdict on a captured or synthetic message equals the hand-worked one."""
-    spec = case.spec
     verdict = parse(
-        case.text,
-        observed_at=datetime.fromisoformat(spec["observed_at"]),
-        zone=spec["zone"],
-        provider=spec["provider"],
+        case.text, observed_at=case.observed_at, zone=case.zone, provider=case.provider
     ).to_json()
-    expected = dict(spec["expected"])
+    expected = case.expected
 
     evidence_part = expected.pop("evidence")
     evidence = verdict.pop("evidence")

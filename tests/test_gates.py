@@ -13,22 +13,19 @@ scrollback is (rewake.parsers.grammar.Gated.finditer); with every gate open, who
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rewake.parsers import claude, codex, gemini, grammar, parse
 from rewake.parsers.grammar import Gated, GateIndex
+from tests.support import corpus
+from tests.support.corpus import Case
 
-CORPUS = Path(__file__).parent / "corpus"
 ALL_GATES: tuple[Gated, ...] = (*claude.GATES, *codex.GATES, *gemini.GATES)
 # A text holding every needle opens every gate of any index: the gates-off switch below asks
 # the real GateIndex.open about it, so it needs no knowledge of the index's insides.
@@ -36,35 +33,6 @@ EVERY_NEEDLE = "\n".join(sorted({needle for gate in ALL_GATES for needle in gate
 # Long scrollback gets fewer random variants: the deterministic ones already reshape it whole.
 LONG_TEXT = 20_000
 RANDOM_VARIANTS = 6
-
-
-@dataclass(frozen=True)
-class Case:
-    id: str
-    text: str
-    observed_at: datetime
-    zone: str | None
-    provider: str | None
-
-
-def load_cases() -> list[Case]:
-    cases = []
-    for origin in ("real", "synthetic"):
-        for spec_path in sorted((CORPUS / origin).glob("*.json")):
-            spec = json.loads(spec_path.read_text(encoding="utf-8"))
-            cases.append(
-                Case(
-                    id=f"{origin}/{spec_path.stem}",
-                    text=spec_path.with_suffix(".txt").read_bytes().decode("utf-8"),
-                    observed_at=datetime.fromisoformat(spec["observed_at"]),
-                    zone=spec["zone"],
-                    provider=spec["provider"],
-                )
-            )
-    return cases
-
-
-CASES = load_cases()
 
 
 @contextmanager
@@ -175,7 +143,7 @@ def verdicts(case: Case, texts: dict[str, str]) -> dict[str, dict[str, Any]]:
     }
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+@pytest.mark.parametrize("case", corpus.params(corpus.cases()))
 def test_gates_never_change_a_verdict(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
     """A corpus case and its wrapped, joined, re-spaced, CRLF and boxed variants get the same
     verdict with the gates on, each text read only around its needles, as with every gated

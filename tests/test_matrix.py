@@ -6,18 +6,16 @@ parser.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-CORPUS = Path(__file__).parent / "corpus"
-MATRIX = CORPUS / "MATRIX.md"
-ORIGINS = ("real", "synthetic")
+from tests.support import corpus
+from tests.support.corpus import ORIGINS
+
+MATRIX = corpus.FOLDER / "MATRIX.md"
 
 # A matrix row: | provider | form | edge | `tag tag ...` | real or synthetic |
 _ROW = re.compile(
@@ -40,17 +38,6 @@ class Cell:
     @property
     def name(self) -> str:
         return "-".join(sorted(self.tags))
-
-
-@dataclass(frozen=True)
-class CorpusCase:
-    origin_dir: str
-    stem: str
-    spec: dict[str, Any]
-
-    @property
-    def cells(self) -> frozenset[str]:
-        return frozenset(self.spec.get("cells", []))
 
 
 def load_cells() -> list[Cell]:
@@ -79,20 +66,8 @@ def load_vocabulary() -> frozenset[str]:
     return frozenset(tags)
 
 
-def load_cases() -> list[CorpusCase]:
-    return [
-        CorpusCase(
-            origin_dir=path.parent.name,
-            stem=path.stem,
-            spec=json.loads(path.read_text(encoding="utf-8")),
-        )
-        for origin in ORIGINS
-        for path in sorted((CORPUS / origin).glob("*.json"))
-    ]
-
-
 CELLS = load_cells()
-CASES = load_cases()
+CASES = corpus.cases()
 
 
 def test_matrix_has_cells() -> None:
@@ -123,7 +98,7 @@ def test_cell_tags_are_in_the_vocabulary() -> None:
 @pytest.mark.parametrize("cell", CELLS, ids=[f"{cell.filled_by}:{cell.name}" for cell in CELLS])
 def test_cell_is_filled(cell: Cell) -> None:
     """A required cell has at least one case, from the set the matrix names, carrying its tags."""
-    candidates = [case for case in CASES if case.origin_dir == cell.filled_by]
+    candidates = [case for case in CASES if case.origin == cell.filled_by]
     filling = [case.stem for case in candidates if cell.tags <= case.cells]
     assert filling, f"no {cell.filled_by} case has cells {sorted(cell.tags)} ({cell.edge})"
 
@@ -131,9 +106,9 @@ def test_cell_is_filled(cell: Cell) -> None:
 def test_origin_matches_folder() -> None:
     """Real and synthetic cases are kept apart: each says the origin of the folder it is in."""
     misplaced = [
-        f"{case.origin_dir}/{case.stem}: origin {case.spec.get('origin')!r}"
+        f"{case.origin}/{case.stem}: origin {case.spec.get('origin')!r}"
         for case in CASES
-        if case.spec.get("origin") != case.origin_dir
+        if case.spec.get("origin") != case.origin
     ]
     assert misplaced == []
 
@@ -148,7 +123,7 @@ def test_ids_are_unique_and_match_file_names() -> None:
 def test_every_case_has_its_text() -> None:
     """Each expected verdict has the captured text beside it, and no text is left without one."""
     for origin in ORIGINS:
-        folder = CORPUS / origin
+        folder = corpus.FOLDER / origin
         specs = {path.stem for path in folder.glob("*.json")}
         texts = {path.stem for path in folder.glob("*.txt")}
         assert sorted(specs ^ texts) == [], origin
@@ -158,7 +133,7 @@ def test_synthetic_cases_use_matrix_tags() -> None:
     """Synthetic cases use only tags the matrix defines, and say they are made up."""
     vocabulary = load_vocabulary()
     for case in CASES:
-        if case.origin_dir != "synthetic":
+        if case.origin != "synthetic":
             continue
         assert sorted(case.cells - vocabulary) == [], case.stem
         assert case.spec.get("source") == "synthetic", case.stem

@@ -11,48 +11,25 @@ that decides, and `read`, which says what the parser may answer:
   as a stop.
 
 One check per acceptance line of issue 14: no wrong instant, no false stop carrying a time,
-every readable vector read. Run this file as a script for a tally of each check against the
-current parser.
+every readable vector read. Run this module (`python -m tests.test_peers`) for a tally of each
+check against the current parser.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import Counter
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rewake.parsers import parse
+from tests.support import corpus
+from tests.support.corpus import Vector
 
-VECTORS_FILE = Path(__file__).parent / "corpus" / "peers" / "vectors.jsonl"
 CHECKS = ("wrong_instant", "false_stop", "unread")
-
-
-@dataclass(frozen=True)
-class Vector:
-    id: str
-    spec: dict[str, Any]
-
-    @property
-    def text(self) -> str:
-        return str(self.spec[self.spec["input"]])
-
-    @property
-    def expected(self) -> dict[str, Any]:
-        return dict(self.spec["expected"])
-
-
-def load_vectors() -> list[Vector]:
-    lines = VECTORS_FILE.read_text(encoding="utf-8").splitlines()
-    return [Vector(id=spec["id"], spec=spec) for spec in map(json.loads, lines)]
-
-
-VECTORS = load_vectors()
+VECTORS = corpus.vectors()
 
 
 def _instant(value: str) -> datetime:
@@ -103,7 +80,7 @@ def problems(vector: Vector, verdict: dict[str, Any]) -> dict[str, str]:
     return found
 
 
-@pytest.mark.parametrize("vector", VECTORS, ids=[vector.id for vector in VECTORS])
+@pytest.mark.parametrize("vector", corpus.params(VECTORS))
 def test_peer_vector(vector: Vector) -> None:
     """A peer vector is read as judged: no wrong or early instant, no false stop, no refusal
     of a time the rules allow reading."""

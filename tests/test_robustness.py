@@ -13,17 +13,17 @@ import random
 import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from render import FAMILIES, HOST_ZONES
 
 from rewake import parsers
 from rewake.parsers import Verdict
+from tests.support import corpus
+from tests.support.render import FAMILIES, HOST_ZONES
 
 OBSERVED = datetime(2026, 7, 25, 14, 5, 0, tzinfo=UTC)
 KINDS = {"provider_quota", "login_required", "transient", "other_failure", "none"}
@@ -383,27 +383,18 @@ def test_thousands_of_banners_end_in_a_stop() -> None:
 
 # --------------------------------------------------------------------------- surroundings
 
-CORPUS = Path(__file__).parent / "corpus"
 
-
-def claude_stops_with_a_reset() -> list[tuple[str, str, dict[str, Any]]]:
+def claude_stops_with_a_reset() -> list[corpus.Case]:
     """Corpus cases whose text is Claude's banner (not JSON) read as a stop with a reset."""
-    found = []
-    for spec_path in sorted(CORPUS.glob("*/*.json")):
-        if spec_path.parent.name == "templates":
-            continue
-        spec = json.loads(spec_path.read_text(encoding="utf-8"))
-        expected = spec["expected"]
-        text = spec_path.with_suffix(".txt").read_bytes().decode("utf-8")
-        if (
-            expected["provider"] == "claude"
-            and expected["kind"] == "provider_quota"
-            and expected["reset_at"] is not None
-            and "{" not in text
-            and len(text) < 4 * KiB
-        ):
-            found.append((f"{spec_path.parent.name}/{spec_path.stem}", text, spec))
-    return found
+    return [
+        case
+        for case in corpus.cases()
+        if case.expected["provider"] == "claude"
+        and case.expected["kind"] == "provider_quota"
+        and case.expected["reset_at"] is not None
+        and "{" not in case.text
+        and len(case.text) < 4 * KiB
+    ]
 
 
 STOPS = claude_stops_with_a_reset()
@@ -452,16 +443,15 @@ def reading(verdict: Verdict) -> dict[str, Any]:
     return fields
 
 
-@pytest.mark.parametrize("stop", STOPS, ids=[case_id for case_id, _, _ in STOPS])
-def test_surroundings_never_change_a_stop(stop: tuple[str, str, dict[str, Any]]) -> None:
+@pytest.mark.parametrize("stop", corpus.params(STOPS))
+def test_surroundings_never_change_a_stop(stop: corpus.Case) -> None:
     """A Claude banner read as a stop reads the same with a clause wrapped onto its own line,
     at the head of a pasted transcript, and followed by a shell's or a tool's exit lines."""
-    _, text, spec = stop
-    observed_at = datetime.fromisoformat(spec["observed_at"])
+    text = stop.text
 
     def read(shaped: str) -> dict[str, Any]:
         verdict = parsers.parse(
-            shaped, observed_at=observed_at, zone=spec["zone"], provider=spec["provider"]
+            shaped, observed_at=stop.observed_at, zone=stop.zone, provider=stop.provider
         )
         assert_well_formed(verdict, shaped)
         return reading(verdict)

@@ -2,7 +2,7 @@
 
 Each example draws a message family, a host zone, a true reset instant (often near a DST
 change, a local midnight or a new year) and the moment the CLI printed it, renders the text
-with tests/render.py and parses it with the observed_at and zone the host would report.
+with tests/support/render.py and parses it with the observed_at and zone the host would report.
 
 Left out on purpose, because the rules themselves make them ambiguous rather than the parser
 wrong: a repeated wall time (DST fold: the rules take the later reading, so a reset at the
@@ -21,7 +21,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from hypothesis import HealthCheck, assume, given, note, settings
 from hypothesis import strategies as st
-from render import (
+
+from rewake import parsers
+from rewake.parsers import Verdict
+from tests.support.render import (
     DAY,
     FAMILIES,
     FAMILIES_BY_NAME,
@@ -42,9 +45,6 @@ from render import (
     local_midnight,
     utc_offset_changes,
 )
-
-from rewake import parsers
-from rewake.parsers import Verdict
 
 EARLIEST = datetime(2025, 1, 1, tzinfo=UTC)
 LATEST = datetime(2030, 12, 31, tzinfo=UTC)

@@ -20,7 +20,9 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from render import (
+
+from rewake.parsers import parse
+from tests.support.render import (
     HOST_ZONES,
     MONTHS,
     en_us_short_zone_name,
@@ -28,8 +30,6 @@ from render import (
     ordinal_suffix,
     twelve_hour,
 )
-
-from rewake.parsers import parse
 
 TEMPLATES = Path(__file__).parent / "corpus" / "templates"
 DRAWS = 24

@@ -15,14 +15,12 @@ import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-sys.path[:0] = [str(HERE), str(ROOT / "tests"), str(ROOT)]
-
-from browser_launch import launch_chromium  # noqa: E402
-from web_seed import SECRET, seeded_site  # noqa: E402
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
 
 from rewake.security.browser import COOKIE  # noqa: E402
+from tests.browser.browser_launch import launch_chromium  # noqa: E402
+from tests.browser.web_seed import SECRET, seeded_site  # noqa: E402
 
 OUT = ROOT / "docs" / "screenshots"
 #: (file, path, viewport width, whole page?)

@@ -3,8 +3,9 @@ REWAKE_REQUIRE_BROWSER=1 says they must run, when they fail."""
 
 from __future__ import annotations
 
-import browser_launch
 import pytest
+
+from tests.browser import browser_launch
 
 MISSING = "/nonexistent/chromium"
 

@@ -17,9 +17,11 @@ from typing import Any
 
 import httpx
 import pytest
-from browser_launch import chromium_for_tests
-from conftest import QUOTA, Api, failure
-from web_seed import (
+
+from rewake.security.browser import COOKIE
+from rewake.web.views import REFUSAL_WORDS
+from tests.browser.browser_launch import chromium_for_tests
+from tests.browser.web_seed import (
     ALICE,
     CODEX_LATER,
     DELETED,
@@ -28,9 +30,8 @@ from web_seed import (
     seeded_site,
     send_and_lose,
 )
-
-from rewake.security.browser import COOKIE
-from rewake.web.views import REFUSAL_WORDS
+from tests.support.api import Api
+from tests.support.reports import QUOTA, failure
 
 Page = Any  # playwright.sync_api.Page; Playwright is imported only once chromium is found
 
@@ -219,7 +220,7 @@ def test_the_next_24_hours_picture_shows_each_accounts_resets_and_resumes(
 def test_the_screenshot_script_writes_every_picture(browser: Any, tmp_path: Path) -> None:
     """make_screenshots.py, which writes docs/web.md's pictures, runs (in its own process, as
     by hand) and writes each one at its width; the committed ones are its last output."""
-    import make_screenshots
+    from tests.browser import make_screenshots
 
     script = Path(make_screenshots.__file__)
     done = subprocess.run(

@@ -11,9 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from conftest import OBSERVED, T0, Api, migrate, serve_api
 
 from rewake.marks import sweep as sweeper
+from tests.support.api import T0, Api, serve_api
+from tests.support.db import migrate
+from tests.support.reports import OBSERVED
 
 #: The scrollback a Claude Code host captured: the stop banner is the part marked as evidence.
 CLAUDE_SCROLLBACK = (  # as Claude Code prints it on Linux (● bullets), indents kept

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sweeper_support import REPO, rewake_env, start_sweeper, stop_all, wait_until
+
+from tests.support.sweeper import REPO, rewake_env, start_sweeper, stop_all, wait_until
 
 RECORDER = """import json, os, sys, time
 with open(sys.argv[1], "a", encoding="utf-8") as out:
@@ -202,7 +203,7 @@ def test_the_hook_announces_the_pause_with_its_due_time(tmp_path: Path) -> None:
     """With REWAKE_NOTIFY, `rewake hook claude --auto-resume` sends one notification for the
     limit, with the time the armed resume is due, to a listener on 127.0.0.1, before it exits;
     run again for the same failure, it reports nothing new and sends nothing."""
-    from announce_support import listening
+    from tests.support.announce import listening
 
     env = rewake_env(
         f"sqlite:///{tmp_path / 'rewake.db'}", state_dir=tmp_path / "state", resume_delay_s=0,

@@ -12,10 +12,10 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from conftest import migrate
-from run_support import attempts_of, make_run_env
-from sweeper_support import start_sweeper, stop_all, wait_until
-from test_hook_e2e import claude_dir, stop_failure
+from tests.e2e.test_hook_e2e import claude_dir, stop_failure
+from tests.support.db import migrate
+from tests.support.run import attempts_of, make_run_env
+from tests.support.sweeper import start_sweeper, stop_all, wait_until
 
 
 def test_the_hook_arms_and_rewake_run_resumes_the_conversation_once(tmp_path: Path) -> None:

@@ -20,7 +20,8 @@ from typing import Any
 import httpx
 import pytest
 from standardwebhooks import Webhook
-from sweeper_support import REPO, free_port, rewake_env, stop_all, wait_until
+
+from tests.support.sweeper import REPO, free_port, rewake_env, stop_all, wait_until
 
 DOC = REPO / "docs" / "host-contract.md"
 SECRET = "doc-host-webhook-secret-0123456789"

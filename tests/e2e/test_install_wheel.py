@@ -19,10 +19,10 @@ from pathlib import Path
 import httpx
 import pytest
 from alembic.script import ScriptDirectory
-from sweeper_support import free_port, wait_until
 
 import alembic
 from rewake.db import migrations
+from tests.support.sweeper import free_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What a wheel is built from; everything else in the checkout stays out of the copy.

@@ -16,7 +16,8 @@ from typing import Any
 
 import httpx
 import pytest
-from sweeper_support import REPO, free_port, stop_all, wait_until
+
+from tests.support.sweeper import REPO, free_port, stop_all, wait_until
 
 API_DOC = REPO / "docs" / "api.md"
 CUT = "…"

@@ -7,9 +7,9 @@ import json
 import sys
 from pathlib import Path
 
-from run_support import epoch_in, make_run_env
-from sweeper_support import wait_until
-from test_run_sweeper import sweeper_running
+from tests.e2e.test_run_sweeper import sweeper_running
+from tests.support.run import epoch_in, make_run_env
+from tests.support.sweeper import wait_until
 
 
 def test_a_failed_resume_command_carries_its_last_stderr_line(tmp_path: Path) -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from announce_support import listening
-from run_support import epoch_in, make_run_env
+from tests.support.announce import listening
+from tests.support.run import epoch_in, make_run_env
 
 TASK = "fix the tests"
 

@@ -10,8 +10,9 @@ import signal
 import subprocess
 
 import pytest
-from run_support import RunEnv, attempts_of, epoch_in, first_event_session_id, run_env
-from sweeper_support import wait_until
+
+from tests.support.run import RunEnv, attempts_of, epoch_in, first_event_session_id, run_env
+from tests.support.sweeper import wait_until
 
 __all__ = ["run_env"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 
-from run_support import RunEnv, attempts_of, epoch_in, run_env
+from tests.support.run import RunEnv, attempts_of, epoch_in, run_env
 
 __all__ = ["run_env"]
 

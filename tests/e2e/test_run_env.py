@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from run_support import make_run_env, process_running
-from sweeper_support import wait_until
+from tests.support.run import make_run_env, process_running
+from tests.support.sweeper import wait_until
 
 
 def test_a_run_the_test_left_running_ends_with_it(tmp_path: Path) -> None:

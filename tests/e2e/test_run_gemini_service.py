@@ -9,8 +9,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from run_support import RunEnv, attempts_of, make_run_env
-from test_service_serve import serving_with_token
+
+from tests.e2e.test_service_serve import serving_with_token
+from tests.support.run import RunEnv, attempts_of, make_run_env
 
 SECRET = "s3cret-for-the-gemini-test"
 AUTH = {"Authorization": f"Bearer {SECRET}"}

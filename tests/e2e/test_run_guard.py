@@ -7,8 +7,8 @@ from __future__ import annotations
 import signal
 import subprocess
 
-from run_support import RunEnv, epoch_in, run_env
-from sweeper_support import wait_until
+from tests.support.run import RunEnv, epoch_in, run_env
+from tests.support.sweeper import wait_until
 
 __all__ = ["run_env"]
 

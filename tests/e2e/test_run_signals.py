@@ -9,9 +9,9 @@ import signal
 import subprocess
 from pathlib import Path
 
-from conftest import migrate
-from run_support import RunEnv, attempts_of, epoch_in, run_env
-from sweeper_support import wait_until
+from tests.support.db import migrate
+from tests.support.run import RunEnv, attempts_of, epoch_in, run_env
+from tests.support.sweeper import wait_until
 
 __all__ = ["run_env"]
 
@@ -83,11 +83,10 @@ def test_a_missing_conversation_keeps_the_recorded_id(run_env: RunEnv) -> None:
 def test_a_sweeper_on_the_log_executor_is_named_before_waiting(tmp_path: Path) -> None:
     """With a sweeper alive whose heartbeat says it runs the log executor, rewake run warns
     before it waits that such a sweeper would only log the resume, and says how to fix it."""
-    from run_support import make_run_env
-    from sweeper_support import start_sweeper, stop_all
-
     from rewake.db.engine import Database
     from rewake.marks import repository as mark_repo
+    from tests.support.run import make_run_env
+    from tests.support.sweeper import start_sweeper, stop_all
 
     env = make_run_env(tmp_path, executor="log")
     migrate(env.database_url)

@@ -10,14 +10,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from conftest import migrate
-from run_support import RunEnv, attempts_of, epoch_in, make_run_env
-from sweeper_support import start_sweeper, stop_all, wait_until
-
 from rewake.db.engine import Database
 from rewake.db.models import SweeperHeartbeatRow
 from rewake.marks import repository as mark_repo
 from rewake.runner.local.store import StoreError
+from tests.support.db import migrate
+from tests.support.run import RunEnv, attempts_of, epoch_in, make_run_env
+from tests.support.sweeper import start_sweeper, stop_all, wait_until
 
 
 @contextmanager

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 import httpx
-from sweeper_support import free_port, wait_until
+
+from tests.support.sweeper import free_port, wait_until
 
 
 def test_ctrl_c_stops_serve_quietly(tmp_path: Path) -> None:

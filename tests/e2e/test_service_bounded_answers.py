@@ -12,10 +12,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import QUOTA, failure, runs_url
-from sweeper_support import REPO, free_port, stop_all, wait_until
 
 from rewake.reports.rules import MESSAGE_LIMIT_CHARS
+from tests.support.reports import QUOTA, failure, runs_url
+from tests.support.sweeper import REPO, free_port, stop_all, wait_until
 
 SECRET = "bounded-secret-0123456789-abc"
 #: Failures stored: more than one page of attempts (50 by default).

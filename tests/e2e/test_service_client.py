@@ -12,9 +12,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from test_service_serve import serving_with_token
 
 from rewake.runner.local.store import HttpStore, StoreError, token_parts
+from tests.e2e.test_service_serve import serving_with_token
 
 SECRET = "s3cret-for-the-client-test"
 QUOTA = "You've hit your limit · resets 8pm (Europe/Berlin)"

@@ -17,8 +17,9 @@ from typing import Any
 
 import httpx
 import pytest
-from http_support import read_answer
-from sweeper_support import REPO, free_port, stop_all, wait_until
+
+from tests.support.raw_http import read_answer
+from tests.support.sweeper import REPO, free_port, stop_all, wait_until
 
 #: Deadlines short enough for a test: the defaults are 10 s for a head and 60 s for a body.
 FAST = {"REWAKE_HEADER_TIMEOUT_S": "1", "REWAKE_REQUEST_TIMEOUT_S": "2"}

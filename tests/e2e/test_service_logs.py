@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import migrate
-from sweeper_support import REPO, free_port, rewake_env, seed_marks, stop_all, wait_until
 
 from rewake.db.engine import Database
+from tests.support.db import migrate
+from tests.support.sweeper import REPO, free_port, rewake_env, seed_marks, stop_all, wait_until
 
 SECRETS = ("hook-password-1234", "hook-query-5678", "notify-password-9012", "notify-query-3456")
 

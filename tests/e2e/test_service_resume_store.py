@@ -16,10 +16,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from run_support import RunEnv, epoch_in, make_run_env
-from sweeper_support import free_port, stop_all, wait_until
 
 from rewake.exits import Exit
+from tests.support.run import RunEnv, epoch_in, make_run_env
+from tests.support.sweeper import free_port, stop_all, wait_until
 
 TOKEN = "svc-token-0123456789abcdef"
 RUN_DOC = Path(__file__).resolve().parents[2] / "docs" / "run.md"

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sweeper_support import REPO, free_port
+
+from tests.support.sweeper import REPO, free_port
 
 TOKEN = "live-token-secret-" + uuid.uuid4().hex
 OTHER_TOKEN = "other-token-secret-" + uuid.uuid4().hex
@@ -45,7 +46,7 @@ def database_url(tmp_path: Path) -> Iterator[str]:
     if not os.environ.get("REWAKE_TEST_POSTGRES_URL"):
         yield f"sqlite:///{tmp_path / 'rewake.db'}"
         return
-    from conftest import fresh_postgres_schema
+    from tests.support.db import fresh_postgres_schema
 
     with fresh_postgres_schema(migrated=False) as url:
         yield url.replace("postgres@", f"postgres:{DB_PASSWORD}@", 1)

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from sweeper_support import REPO, free_port
+
+from tests.support.sweeper import REPO, free_port
 
 FAILURE = {"attempt": 1, "message": "Error: something else went wrong"}
 

@@ -12,9 +12,6 @@ import time
 from pathlib import Path
 
 import pytest
-import systemd_syntax
-from run_support import STANDINS, attempts_of, epoch_in
-from sweeper_support import stop_all, wait_until
 
 from rewake.db.engine import Database
 from rewake.exits import Exit
@@ -22,6 +19,9 @@ from rewake.marks import repository as mark_repo
 from rewake.runner.local.store import LocalStore
 from rewake.runner.local.sweeper_service import UNIT_NAME
 from rewake.settings import Settings
+from tests.support import systemd_syntax
+from tests.support.run import STANDINS, attempts_of, epoch_in
+from tests.support.sweeper import stop_all, wait_until
 
 pytestmark = [
     pytest.mark.e2e,

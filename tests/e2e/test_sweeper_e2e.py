@@ -19,8 +19,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hosts.example_host import ExampleHost
-from render import (
+
+from tests.hosts.example_host import ExampleHost
+from tests.support.render import (
     Rendered,
     claude_epoch,
     claude_session_limit,
@@ -30,7 +31,7 @@ from render import (
     gemini_capacity_reset_after,
     gemini_usage_dialog,
 )
-from sweeper_support import REPO, free_port, rewake_env, start_sweeper, stop_all, wait_until
+from tests.support.sweeper import REPO, free_port, rewake_env, start_sweeper, stop_all, wait_until
 
 DELAY_S = 2
 SECRET = "e2e-webhook-secret-0123456789"

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from host_drills import drip_drill, slow_host_drill, slow_lookup_drill
-from sweeper_support import fresh_database_url
+
+from tests.support.host_drills import drip_drill, slow_host_drill, slow_lookup_drill
+from tests.support.sweeper import fresh_database_url
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

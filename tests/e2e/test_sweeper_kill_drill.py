@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import fresh_postgres_schema, migrate
-from drills import run_drill
+
+from tests.support.db import fresh_postgres_schema, migrate
+from tests.support.drills import run_drill
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -16,9 +16,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import fresh_postgres_schema, migrate
-from hosts.example_host import ExampleHost
-from sweeper_support import (
+
+from rewake.db.engine import Database
+from rewake.db.models import LIVE_STATES
+from tests.hosts.example_host import ExampleHost
+from tests.support.db import fresh_postgres_schema, migrate
+from tests.support.sweeper import (
     REPO,
     free_port,
     marks_by_root,
@@ -28,9 +31,6 @@ from sweeper_support import (
     sweepers,
     wait_until,
 )
-
-from rewake.db.engine import Database
-from rewake.db.models import LIVE_STATES
 
 MARKS = 500
 ACCOUNTS = 20

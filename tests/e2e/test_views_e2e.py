@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import migrate
-from sweeper_support import REPO, arm, rewake_env
 
 from rewake.db.engine import Database
 from rewake.marks import repository as mark_repo
+from tests.support.db import migrate
+from tests.support.sweeper import REPO, arm, rewake_env
 
 SID = "7d0c5b1e-2a3f-4e6d-9c8b-1a2b3c4d5e6f"
 ROOT = f"claude-{SID}"

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from hosts.example_host import ServedHost
+from tests.hosts.example_host import ServedHost
 
 MIB = 1024 * 1024
 

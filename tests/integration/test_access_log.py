@@ -8,9 +8,10 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from conftest import ALICE, Api, failure, runs_url, serve_api
 
 from rewake.api.problems import MAX_BODY_BYTES
+from tests.support.api import ALICE, Api, serve_api
+from tests.support.reports import failure, runs_url
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,11 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import QUOTA, Api, failure, runs_url
 from sqlalchemy import text
 
 from rewake.reports.rules import EVENTS_CUT, EVENTS_MAX_DEPTH
+from tests.support.api import Api
+from tests.support.reports import QUOTA, failure, runs_url
 
 
 def assert_problem(answer: httpx.Response, status: int, code: str) -> None:

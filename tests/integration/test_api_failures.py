@@ -6,18 +6,10 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import (
-    LOGIN,
-    NO_RESET,
-    NOT_STATED,
-    PASSED,
-    QUOTA,
-    Api,
-    failure,
-    runs_url,
-)
 
 from rewake.reports.rules import CLI_TEXT_LIMIT_CHARS, MESSAGE_LIMIT_CHARS
+from tests.support.api import Api
+from tests.support.reports import LOGIN, NO_RESET, NOT_STATED, PASSED, QUOTA, failure, runs_url
 
 
 def test_quota_report_returns_verdict_and_banner(http: httpx.Client, root_id: str) -> None:

@@ -6,7 +6,10 @@ from datetime import datetime, timedelta
 
 import httpx
 import pytest
-from conftest import (
+
+from rewake.marks import sweep as sweeper
+from tests.support.api import Api
+from tests.support.reports import (
     GEMINI_QUOTA,
     LOGIN,
     NATIVE,
@@ -15,12 +18,9 @@ from conftest import (
     PASSED,
     QUOTA_LATER,
     STALE,
-    Api,
     failure,
     runs_url,
 )
-
-from rewake.marks import sweep as sweeper
 
 
 def mark_url(root_id: str) -> str:

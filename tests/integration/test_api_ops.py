@@ -9,13 +9,14 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import NOT_STATED, OBSERVED, QUOTA, Api, failure, runs_url, serve_api
 from sqlalchemy import delete
-from test_api_marks import arm, mark_url
 
 from rewake.db.models import SweeperHeartbeatRow
 from rewake.marks import repository as mark_repo
 from rewake.parsers import parse
+from tests.integration.test_api_marks import arm, mark_url
+from tests.support.api import Api, serve_api
+from tests.support.reports import NOT_STATED, OBSERVED, QUOTA, failure, runs_url
 
 
 def heartbeat(api: Api, at: datetime, executor: str | None = "log", name: str = "sweeper") -> None:
@@ -181,8 +182,10 @@ def test_a_database_that_cannot_grow_is_storage_full_until_a_write_succeeds(
     code it gives when the disk is full) makes a report 503 storage_full and /readyz 503 on
     its storage check; once it may grow again, the next write succeeds and readiness returns.
     Runs without root; tests/e2e/test_service_storage.py fills a real file system."""
-    from conftest import ALICE, migrate
     from sqlalchemy import event
+
+    from tests.support.api import ALICE
+    from tests.support.db import migrate
 
     url = f"sqlite:///{tmp_path / 'full.db'}"
     migrate(url)

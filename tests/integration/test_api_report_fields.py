@@ -8,7 +8,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import NOT_STATED, failure, runs_url
+
+from tests.support.reports import NOT_STATED, failure, runs_url
 
 
 def post_json(http: httpx.Client, url: str, body: Any) -> httpx.Response:

@@ -14,18 +14,6 @@ from typing import Any
 import httpx
 import pytest
 import schemathesis
-from conftest import (
-    ALICE,
-    NATIVE,
-    NOT_STATED,
-    T0,
-    TOKENS,
-    Api,
-    failure,
-    migrate,
-    runs_url,
-    serve_api,
-)
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from schemathesis import checks
@@ -34,6 +22,9 @@ from schemathesis.core import NOT_SET
 from rewake.main import create_app
 from rewake.marks import repository as mark_repo
 from rewake.settings import Settings
+from tests.support.api import ALICE, T0, TOKENS, Api, serve_api
+from tests.support.db import migrate
+from tests.support.reports import NATIVE, NOT_STATED, failure, runs_url
 
 # The document the app serves with tokens configured (its bearer scheme declared), built
 # without opening a database (test_the_served_document checks that a live server serves this

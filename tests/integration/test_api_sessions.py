@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import NOT_STATED, QUOTA_LATER, Api, failure, runs_url
-from test_api_marks import arm, drive, mark_url
 
 from rewake.context import iso
+from tests.integration.test_api_marks import arm, drive, mark_url
+from tests.support.api import Api
+from tests.support.reports import NOT_STATED, QUOTA_LATER, failure, runs_url
 
 
 def session_url(root_id: str) -> str:

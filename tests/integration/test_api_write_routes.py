@@ -11,23 +11,13 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import (
-    ALICE,
-    OBSERVED,
-    QUOTA,
-    QUOTA_LATER,
-    T0,
-    TOKENS,
-    Clock,
-    LiveServer,
-    failure,
-    migrate,
-    runs_url,
-)
 
 from rewake.db.engine import Database
 from rewake.main import create_app
 from rewake.settings import Settings
+from tests.support.api import ALICE, T0, TOKENS, Clock, LiveServer
+from tests.support.db import migrate
+from tests.support.reports import OBSERVED, QUOTA, QUOTA_LATER, failure, runs_url
 
 
 @pytest.fixture(scope="module")
@@ -189,9 +179,10 @@ def test_writes_that_wait_past_the_busy_timeout_all_get_the_same_answer(
     import threading
     import time
 
-    from conftest import ALICE, failure, migrate, runs_url, serve_api
-
     from rewake.db import engine
+    from tests.support.api import ALICE, serve_api
+    from tests.support.db import migrate
+    from tests.support.reports import failure, runs_url
 
     monkeypatch.setattr(engine, "SQLITE_BUSY_TIMEOUT_MS", 1000)
     url = f"sqlite:///{tmp_path / 'locked.db'}"

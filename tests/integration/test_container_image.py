@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import fresh_postgres_schema
 
 import rewake
+from tests.support.db import fresh_postgres_schema
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Overrides the Dockerfile's PYTHON_IMAGE: any Debian-based image with Python 3.11+ that is

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 from alembic.script import ScriptDirectory
-from conftest import T0, fresh_postgres_schema
 from sqlalchemy import inspect, text
-from sweeper_support import context
 
 from alembic import command
 from rewake.db import migrations
@@ -20,6 +18,9 @@ from rewake.db.engine import Database
 from rewake.parsers import parse
 from rewake.reports.failures import FailureReport, report_failure
 from rewake.reports.views import session_view
+from tests.support.api import T0
+from tests.support.db import fresh_postgres_schema
+from tests.support.sweeper import context
 
 TABLES = {
     "sessions",

@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from hosts.example_host import ExampleHost
 
 from rewake.executors.base import DEFAULT_PROMPT, Delivery
 from rewake.executors.command import CommandExecutor
 from rewake.executors.webhook import WebhookExecutor
+from tests.hosts.example_host import ExampleHost
 
 SECRET = "host-secret-0123456789"
 SESSION = "0b6f3f3e-8d1c-4c53-9a0e-3c1f5f0d2a11"

@@ -18,11 +18,11 @@ from typing import Any
 
 import httpx
 import pytest
-from hosts.example_host import ExampleHost
 from standardwebhooks import Webhook
 
 from rewake.executors.base import Delivery
 from rewake.executors.webhook import WebhookExecutor
+from tests.hosts.example_host import ExampleHost
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "host-contract.md"
 

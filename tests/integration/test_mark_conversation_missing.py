@@ -7,14 +7,14 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from conftest import T0
-from sweeper_support import arm, context, marks_by_root
 
 from rewake.db.engine import Database
 from rewake.marks.pacing import PacingRules
 from rewake.parsers import parse
 from rewake.reports.failures import FailureReport, report_failure
 from rewake.sweeper import step
+from tests.support.api import T0
+from tests.support.sweeper import arm, context, marks_by_root
 
 LIMIT = "Claude AI usage limit reached|{epoch}"
 

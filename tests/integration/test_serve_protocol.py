@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 import uvicorn
-from http_support import read_answer
 
 from rewake.api.server import MAX_HEADER_BYTES, MAX_PIPELINED, server_config
+from tests.support.raw_http import read_answer
 
 #: The size of `/big`'s answer: far more than the socket buffers of both ends hold.
 BIG = 8 * 1024 * 1024

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from conftest import NOT_STATED, QUOTA
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule, run_state_machine_as_test
@@ -32,6 +31,7 @@ from rewake.reports import actions as sessions
 from rewake.reports import failures
 from rewake.sessions import repository as repo
 from rewake.sweeper import step
+from tests.support.reports import NOT_STATED, QUOTA
 
 LIVE = ("armed", "claimed", "sending")
 LEASE_S = 60

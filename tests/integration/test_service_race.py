@@ -8,8 +8,6 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from conftest import QUOTA, QUOTA_LATER
-
 from rewake.context import Context
 from rewake.db.engine import Database
 from rewake.errors import DomainError
@@ -18,6 +16,7 @@ from rewake.marks import service as marks
 from rewake.parsers import parse
 from rewake.reports import failures
 from rewake.sessions import repository as repo
+from tests.support.reports import QUOTA, QUOTA_LATER
 
 OBSERVED = datetime(2026, 11, 30, 13, 5, tzinfo=UTC)
 SESSIONS = 30

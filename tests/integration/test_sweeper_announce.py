@@ -9,9 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from announce_support import listening
 from prometheus_client import CollectorRegistry
-from sweeper_support import arm, fresh_database_url, marks_by_root
 
 from rewake.db.engine import Database
 from rewake.executors.base import Delivery, Outcome
@@ -21,6 +19,8 @@ from rewake.sweeper.announce import Announcer
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics
 from rewake.sweeper.runtime import Sweeper
+from tests.support.announce import listening
+from tests.support.sweeper import arm, fresh_database_url, marks_by_root
 
 
 class Scripted(LogExecutor):

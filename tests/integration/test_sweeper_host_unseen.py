@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from prometheus_client import CollectorRegistry
 from sqlalchemy import select
-from sweeper_support import arm, context, marks_by_root
 
 from rewake.db.engine import Database
 from rewake.db.models import MarkRow, SessionRow, TimelineRow
@@ -23,6 +22,7 @@ from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics
 from rewake.sweeper.notify import Notifier
 from rewake.sweeper.runtime import Sweeper
+from tests.support.sweeper import arm, context, marks_by_root
 
 UNSEEN_S = 3600.0
 

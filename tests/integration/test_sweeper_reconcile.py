@@ -12,17 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hosts.example_host import ExampleHost
 from prometheus_client import CollectorRegistry
-from sweeper_support import (
-    REPO,
-    fresh_database_url,
-    marks_by_root,
-    rewake_env,
-    seed_marks,
-    utc,
-    wait_until,
-)
 
 from rewake.db.engine import Database
 from rewake.executors.webhook import WebhookExecutor
@@ -31,6 +21,16 @@ from rewake.sweeper import step
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics
 from rewake.sweeper.runtime import Sweeper
+from tests.hosts.example_host import ExampleHost
+from tests.support.sweeper import (
+    REPO,
+    fresh_database_url,
+    marks_by_root,
+    rewake_env,
+    seed_marks,
+    utc,
+    wait_until,
+)
 
 SECRET = "lookup-secret-0123456789"
 INTERVAL_S = 0.5

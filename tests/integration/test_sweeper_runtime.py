@@ -12,16 +12,6 @@ from pathlib import Path
 
 from prometheus_client import CollectorRegistry
 from sqlalchemy import select, text
-from sweeper_support import (
-    REPO,
-    arm,
-    context,
-    free_port,
-    marks_by_root,
-    rewake_env,
-    seed_marks,
-    wait_until,
-)
 
 from rewake.db import migrations
 from rewake.db.engine import Database
@@ -37,6 +27,16 @@ from rewake.sweeper import step
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics
 from rewake.sweeper.runtime import Sweeper
+from tests.support.sweeper import (
+    REPO,
+    arm,
+    context,
+    free_port,
+    marks_by_root,
+    rewake_env,
+    seed_marks,
+    wait_until,
+)
 
 
 def make_sweeper(database: Database, **config: object) -> Sweeper:

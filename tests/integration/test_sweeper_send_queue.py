@@ -14,17 +14,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from hosts.example_host import Call, ExampleHost
 from prometheus_client import CollectorRegistry
-from sweeper_support import (
-    count_in_states,
-    fresh_database_url,
-    mark_events,
-    marks_by_root,
-    seed_marks,
-    utc,
-    wait_until,
-)
 
 from rewake.db.engine import Database
 from rewake.db.models import MarkRow
@@ -37,6 +27,16 @@ from rewake.sweeper.dispatcher import Dispatcher
 from rewake.sweeper.metrics import SweeperMetrics
 from rewake.sweeper.runtime import Sweeper
 from rewake.sweeper.timer import utc_now
+from tests.hosts.example_host import Call, ExampleHost
+from tests.support.sweeper import (
+    count_in_states,
+    fresh_database_url,
+    mark_events,
+    marks_by_root,
+    seed_marks,
+    utc,
+    wait_until,
+)
 
 SECRET = "queue-secret-0123456789"
 NO_PACING = PacingRules(max_in_flight=100, stagger_s=0)

@@ -7,8 +7,6 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from hosts.example_host import ExampleHost
-from sweeper_support import arm, context, marks_by_root, seed_marks
 
 from rewake.db.engine import Database
 from rewake.executors.base import Outcome
@@ -18,6 +16,8 @@ from rewake.marks.pacing import PacingRules
 from rewake.marks.sweep import mark_sending
 from rewake.reports.actions import cancel_session
 from rewake.sweeper import step
+from tests.hosts.example_host import ExampleHost
+from tests.support.sweeper import arm, context, marks_by_root, seed_marks
 
 LEASE = 60.0
 NO_PACING = PacingRules(max_in_flight=100, stagger_s=0)

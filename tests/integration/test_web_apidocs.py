@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conftest import ALICE, Api
 
 from rewake.security.browser import COOKIE
+from tests.support.api import ALICE, Api
 
 SECRET = "alice-secret-0123456789"
 PAGES = ("/docs", "/openapi.json")

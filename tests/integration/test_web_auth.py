@@ -9,9 +9,10 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from conftest import ALICE, Api, failure, runs_url
 
 from rewake.security.browser import COOKIE
+from tests.support.api import ALICE, Api
+from tests.support.reports import failure, runs_url
 
 SECRET = "alice-secret-0123456789"
 PAGE_CALL = {"X-Rewake-Page": "1"}

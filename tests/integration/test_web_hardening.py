@@ -8,9 +8,10 @@ import asyncio
 
 import httpx
 import pytest
-from conftest import TOKENS, Api, failure, runs_url
 
 from rewake.security.browser import COOKIE, is_loopback_host
+from tests.support.api import TOKENS, Api
+from tests.support.reports import failure, runs_url
 
 SECRET = "alice-secret-0123456789"
 HTML = {"Accept": "text/html"}

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import ALICE, GEMINI_QUOTA, LOGIN, NOT_STATED, PASSED, QUOTA, Api, failure, runs_url
 
 from rewake.marks import sweep as sweeper
 from rewake.security.browser import COOKIE
+from tests.support.api import ALICE, Api
+from tests.support.reports import GEMINI_QUOTA, LOGIN, NOT_STATED, PASSED, QUOTA, failure, runs_url
 
 CREDITS = "■ Your workspace is out of credits. Add credits to continue."
 

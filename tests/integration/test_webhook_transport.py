@@ -13,16 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from hosts.rough_host import MIB, RoughHost
 from prometheus_client import CollectorRegistry
-from sweeper_support import (
-    count_in_states,
-    fresh_database_url,
-    marks_by_root,
-    seed_marks,
-    utc,
-    wait_until,
-)
 
 from rewake.db.engine import Database
 from rewake.executors.base import Delivery
@@ -31,6 +22,15 @@ from rewake.marks.pacing import PacingRules
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics
 from rewake.sweeper.runtime import Sweeper
+from tests.hosts.rough_host import MIB, RoughHost
+from tests.support.sweeper import (
+    count_in_states,
+    fresh_database_url,
+    marks_by_root,
+    seed_marks,
+    utc,
+    wait_until,
+)
 
 SECRET = "rough-secret-0123456789"
 TIMEOUT_S = 1.0

@@ -19,7 +19,7 @@ _started: dict[str, Any] = {}
 
 
 def _start() -> None:
-    from test_realcli_run import start_all
+    from tests.realcli.test_realcli_run import start_all
 
     _started["root"] = Path(tempfile.mkdtemp(prefix="rewake-realcli-run-"))
     try:

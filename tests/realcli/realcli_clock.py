@@ -31,7 +31,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from realcli_install import CODEX, Pin, binary_path, required
+
+from tests.realcli.realcli_install import CODEX, Pin, binary_path, required
 
 #: Where the library may be; REWAKE_LIBFAKETIME overrides the search.
 LIBFAKETIME_ENV = "REWAKE_LIBFAKETIME"

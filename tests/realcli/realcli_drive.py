@@ -25,7 +25,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from realcli_install import Pin, Unavailable, ensure, required
+
+from tests.realcli.realcli_install import Pin, Unavailable, ensure, required
 
 #: Headless runs that take longer than this are on a retry path the case did not ask for.
 HEADLESS_TIMEOUT_S = 90

@@ -12,9 +12,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import mock_provider as mp
 import pytest
-from realcli_cases import (
+
+from rewake.parsers import parse
+from rewake.runner.local.hostzone import host_zone
+from tests.realcli import mock_provider as mp
+from tests.realcli.realcli_cases import (
     DAY,
     HOUR,
     MINUTE,
@@ -32,11 +35,16 @@ from realcli_cases import (
     slug,
     span,
 )
-from realcli_drive import Box, Tmux, claude_env, cli_binary, json_lines, run_headless, waits_for
-from realcli_install import CLAUDE, CLAUDE_OLD, Pin
-
-from rewake.parsers import parse
-from rewake.runner.local.hostzone import host_zone
+from tests.realcli.realcli_drive import (
+    Box,
+    Tmux,
+    claude_env,
+    cli_binary,
+    json_lines,
+    run_headless,
+    waits_for,
+)
+from tests.realcli.realcli_install import CLAUDE, CLAUDE_OLD, Pin
 
 pytestmark = pytest.mark.realcli
 

@@ -13,9 +13,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import realcli_clock
-from realcli_cases import draw_near_transition, named_reading, next_transitions
-from realcli_clock import FakedClock, clock_written, elf_interpreter, libfaketime_or_skip
+
+from tests.realcli import realcli_clock
+from tests.realcli.realcli_cases import draw_near_transition, named_reading, next_transitions
+from tests.realcli.realcli_clock import (
+    FakedClock,
+    clock_written,
+    elf_interpreter,
+    libfaketime_or_skip,
+)
 
 NEW_YORK_2027 = datetime(2027, 1, 1, tzinfo=UTC)
 

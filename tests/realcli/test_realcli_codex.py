@@ -11,9 +11,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import mock_provider as mp
 import pytest
-from realcli_cases import (
+
+from rewake.parsers import parse
+from rewake.runner.local.hostzone import host_zone
+from tests.realcli import mock_provider as mp
+from tests.realcli.realcli_cases import (
     HOUR,
     MINUTE,
     ZONES,
@@ -28,11 +31,8 @@ from realcli_cases import (
     slug,
     span,
 )
-from realcli_drive import Box, cli_binary, codex_env, json_lines, run_headless
-from realcli_install import CODEX
-
-from rewake.parsers import parse
-from rewake.runner.local.hostzone import host_zone
+from tests.realcli.realcli_drive import Box, cli_binary, codex_env, json_lines, run_headless
+from tests.realcli.realcli_install import CODEX
 
 pytestmark = pytest.mark.realcli
 

@@ -41,9 +41,11 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import mock_provider as mp
 import pytest
-from realcli_cases import (
+
+from rewake.parsers import Verdict, parse
+from tests.realcli import mock_provider as mp
+from tests.realcli.realcli_cases import (
     HOUR,
     MINUTE,
     Expect,
@@ -60,8 +62,13 @@ from realcli_cases import (
     slug,
     verdict_json,
 )
-from realcli_clock import FakedClock, assert_clock_faked, libfaketime_or_skip, unfakeable_reason
-from realcli_drive import (
+from tests.realcli.realcli_clock import (
+    FakedClock,
+    assert_clock_faked,
+    libfaketime_or_skip,
+    unfakeable_reason,
+)
+from tests.realcli.realcli_drive import (
     Box,
     Tmux,
     claude_env,
@@ -72,9 +79,7 @@ from realcli_drive import (
     run_headless,
     waits_for,
 )
-from realcli_install import CLAUDE, CODEX, GEMINI
-
-from rewake.parsers import Verdict, parse
+from tests.realcli.realcli_install import CLAUDE, CODEX, GEMINI
 
 pytestmark = pytest.mark.realcli
 

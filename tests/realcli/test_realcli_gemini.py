@@ -17,9 +17,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import mock_provider as mp
 import pytest
-from realcli_cases import (
+
+from rewake.parsers import parse
+from rewake.runner.local.hostzone import host_zone
+from tests.realcli import mock_provider as mp
+from tests.realcli.realcli_cases import (
     ZONES,
     Expect,
     Judged,
@@ -28,7 +31,7 @@ from realcli_cases import (
     run_seed,
     slug,
 )
-from realcli_drive import (
+from tests.realcli.realcli_drive import (
     Box,
     Tmux,
     cli_binary,
@@ -37,10 +40,7 @@ from realcli_drive import (
     run_headless,
     waits_for,
 )
-from realcli_install import GEMINI
-
-from rewake.parsers import parse
-from rewake.runner.local.hostzone import host_zone
+from tests.realcli.realcli_install import GEMINI
 
 pytestmark = pytest.mark.realcli
 

@@ -12,10 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import mock_provider as mp
 import pytest
-from realcli_drive import Box, cli_binary, gemini_env
-from realcli_install import GEMINI
+
+from tests.realcli import mock_provider as mp
+from tests.realcli.realcli_drive import Box, cli_binary, gemini_env
+from tests.realcli.realcli_install import GEMINI
 
 pytestmark = pytest.mark.realcli
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import realcli_drive
-import realcli_install
-from realcli_install import CLAUDE, CODEX, GEMINI, Unavailable, binary_path, ensure
+
+from tests.realcli import realcli_drive, realcli_install
+from tests.realcli.realcli_install import CLAUDE, CODEX, GEMINI, Unavailable, binary_path, ensure
 
 
 @pytest.mark.parametrize(

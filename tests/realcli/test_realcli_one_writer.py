@@ -34,12 +34,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-import mock_provider as mp
 import pytest
-from realcli_drive import Box, Tmux, claude_env, cli_binary, codex_env, waits_for
-from realcli_install import CLAUDE, CODEX
-from sweeper_support import start_sweeper, stop_all
-from test_realcli_run import hook_settings, rewake_env, session_of, sessions_of_or_empty
+
+from tests.realcli import mock_provider as mp
+from tests.realcli.realcli_drive import Box, Tmux, claude_env, cli_binary, codex_env, waits_for
+from tests.realcli.realcli_install import CLAUDE, CODEX
+from tests.realcli.test_realcli_run import (
+    hook_settings,
+    rewake_env,
+    session_of,
+    sessions_of_or_empty,
+)
+from tests.support.sweeper import start_sweeper, stop_all
 
 pytestmark = pytest.mark.realcli
 

@@ -23,9 +23,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import mock_provider as mp
 import pytest
-from realcli_drive import (
+
+from tests.realcli import mock_provider as mp
+from tests.realcli.realcli_drive import (
     Box,
     Tmux,
     claude_env,
@@ -36,8 +37,8 @@ from realcli_drive import (
     gemini_env,
     waits_for,
 )
-from realcli_install import CLAUDE, CODEX, GEMINI, Pin
-from run_support import process_running
+from tests.realcli.realcli_install import CLAUDE, CODEX, GEMINI, Pin
+from tests.support.run import process_running
 
 pytestmark = pytest.mark.realcli
 

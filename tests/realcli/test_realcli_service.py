@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import mock_provider as mp
 import pytest
-from realcli_drive import Box, claude_env, cli_binary, codex_env, gemini_env
-from realcli_install import CLAUDE, CODEX, GEMINI, Pin
+
+from tests.realcli import mock_provider as mp
+from tests.realcli.realcli_drive import Box, claude_env, cli_binary, codex_env, gemini_env
+from tests.realcli.realcli_install import CLAUDE, CODEX, GEMINI, Pin
 
 pytestmark = pytest.mark.realcli
 

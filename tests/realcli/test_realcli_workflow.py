@@ -27,10 +27,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import mock_provider as mp
 import pytest
-from realcli_drive import Box, claude_env, cli_binary
-from realcli_install import CLAUDE
+
+from tests.realcli import mock_provider as mp
+from tests.realcli.realcli_drive import Box, claude_env, cli_binary
+from tests.realcli.realcli_install import CLAUDE
 
 pytestmark = pytest.mark.realcli
 

@@ -14,10 +14,11 @@ import time
 from pathlib import Path
 
 import pytest
-from realcli_drive import Box, Tmux, claude_env, cli_binary, waits_for
-from realcli_install import CLAUDE
-from test_realcli_run import hook_settings, rewake_env
-from test_realcli_workflow import Served, served  # noqa: F401  (served is a fixture)
+
+from tests.realcli.realcli_drive import Box, Tmux, claude_env, cli_binary, waits_for
+from tests.realcli.realcli_install import CLAUDE
+from tests.realcli.test_realcli_run import hook_settings, rewake_env
+from tests.realcli.test_realcli_workflow import Served, served  # noqa: F401  (served is a fixture)
 
 pytestmark = pytest.mark.realcli
 

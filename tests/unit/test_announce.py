@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from announce_support import listening
 
 from rewake.db.models import MarkRow
 from rewake.settings import SECRET_SETTINGS, Settings
 from rewake.sweeper.announce import Announcer, Notice, mark_notice
+from tests.support.announce import listening
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 

@@ -9,13 +9,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import OBSERVED, QUOTA, migrate
 
 from rewake.cli import main
 from rewake.exits import Exit
 from rewake.runner.local import records
 from rewake.runner.local.store import LocalStore, StoreError
 from rewake.settings import Settings
+from tests.support.db import migrate
+from tests.support.reports import OBSERVED, QUOTA
 
 
 @pytest.fixture

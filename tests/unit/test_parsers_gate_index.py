@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import random
 from datetime import UTC, datetime
-from pathlib import Path
 
 from rewake.parsers import claude, codex, gemini, general, pipeline
 from rewake.parsers.findings import Observation
 from rewake.parsers.grammar import Gated, GateIndex
 from rewake.parsers.text import normalize
+from tests.support import corpus
 
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 ALL_GATES = (*claude.GATES, *codex.GATES, *gemini.GATES, *general.GATES)
 
 
@@ -20,7 +19,7 @@ def _opened_one_by_one(text: str) -> set[Gated]:
 
 
 def _texts() -> list[str]:
-    texts = [normalize(path.read_text(encoding="utf-8")).norm for path in CORPUS.glob("*/*.txt")]
+    texts = [normalize(case.text).norm for case in corpus.cases()]
     # Every needle alone, and pieces of needles glued together: nested needles ("spend",
     # "spend cap") and needles filed under a character the text lacks.
     needles = sorted({needle for gate in ALL_GATES for needle in gate.needles})
@@ -56,8 +55,8 @@ def test_scanners_read_the_same_with_a_shared_index() -> None:
     """A scanner finds the same with the gates parse opens for all scanners at once as with
     its own index."""
     context = Observation(observed_at=datetime(2026, 7, 25, tzinfo=UTC), zone=None)
-    for path in sorted(CORPUS.glob("*/*.txt")):
-        text = normalize(path.read_text(encoding="utf-8"))
+    for case in corpus.cases():
+        text = normalize(case.text)
         opened = pipeline._ALL_GATES.open(text.norm)
         for module in (claude, codex, gemini, general):
-            assert module.scan(text, context, opened) == module.scan(text, context), path.name
+            assert module.scan(text, context, opened) == module.scan(text, context), case.id

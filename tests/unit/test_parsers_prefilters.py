@@ -7,7 +7,6 @@ import random
 import re
 import sys
 from datetime import UTC, date, datetime, timedelta, timezone
-from pathlib import Path
 from re import _constants as sre
 from re import _parser as sre_parser
 from typing import Any
@@ -18,8 +17,7 @@ import pytest
 from rewake.parsers import claude, general, grammar, parse, timeres
 from rewake.parsers.grammar import NEEDLE_REACH, Gated, all_needles
 from rewake.parsers.text import _FOLD, fold, normalize
-
-CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+from tests.support import corpus
 
 
 def test_fold_equals_translating_every_character() -> None:
@@ -99,7 +97,7 @@ def test_literal_first_stop_pattern_reads_as_the_plain_one() -> None:
         "Opus  nearly weekly limit reached\nSonnet\n  weekly limit reached\n"
         "You've hit your limit for Claude messages. Limits will reset at 9:30 AM.\n"
     )
-    texts = [heads] + [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
+    texts = [heads] + [case.text for case in corpus.cases()]
     for text in texts:
         norm = normalize(text).norm
         expected = [_plain_reading(m) for m in _PLAIN_STOP.finditer(norm)]
@@ -163,7 +161,7 @@ def test_gates_never_hide_a_match(monkeypatch: pytest.MonkeyPatch) -> None:
     # Every text read in stretches, each needle in its own unless they touch.
     monkeypatch.setattr(grammar, "_SHARED_STRETCH_GAP", 0)
     rng = random.Random(14)
-    texts = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
+    texts = [case.text for case in corpus.cases()]
     texts.append("You're out of Codex\nmessages. Your rate limit resets on Dec 3, 2026 5:00 PM.")
     hidden = []
     for text in texts:
@@ -194,7 +192,7 @@ def test_gates_read_long_scrollback_as_the_whole_text(
 
     monkeypatch.setattr(grammar, "_SHARED_STRETCH_GAP", shared_stretch_gap)
     rng = random.Random(21)
-    messages = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
+    messages = [case.text for case in corpus.cases()]
     gates = (*claude.GATES, *codex.GATES, *gemini.GATES, *general.GATES)
     differing = []
     for round_ in range(60):
@@ -252,7 +250,7 @@ _SCROLLBACK_NOISE = (
 def _long_scrollbacks(count: int, seed: int) -> list[str]:
     """Scrollbacks of 5-80 KiB: noise with corpus messages of every CLI here and there."""
     rng = random.Random(seed)
-    messages = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
+    messages = [case.text for case in corpus.cases()]
     texts = []
     for _ in range(count):
         size = rng.randint(5_000, 80_000)
@@ -274,7 +272,7 @@ def test_remembered_needle_searches_give_the_plain_verdicts(
     Latin-1 copy) gives the verdicts of searching afresh for each gate, on every corpus text
     and on long generated scrollbacks; with every text read in stretches, and as parse does."""
     monkeypatch.setattr(grammar, "_SHARED_STRETCH_GAP", shared_stretch_gap)
-    texts = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
+    texts = [case.text for case in corpus.cases()]
     scrollbacks = 12 if shared_stretch_gap else 4
     texts += _long_scrollbacks(scrollbacks, seed=shared_stretch_gap + 3)
     observed = datetime(2026, 7, 25, 12, 0, tzinfo=UTC)
@@ -415,7 +413,7 @@ def test_naming_the_cli_only_where_two_read_alike_changes_no_verdict(
     from rewake.parsers import pipeline
 
     rng = random.Random(8)
-    texts = [path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*/*.txt"))]
+    texts = [case.text for case in corpus.cases()]
     texts += ["\n".join(rng.sample(texts, rng.randint(2, 8))) for _ in range(300)]
     # A JSON line that names no CLI is read by every CLI's scanner, at the line's place.
     json_lines = [

@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sweeper_support import free_port
 
 from rewake.cli import main
 from rewake.runner.local import doctor
+from tests.support.sweeper import free_port
 
 NOW = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 
@@ -171,10 +171,9 @@ def test_doctor_points_at_rewake_setup_until_a_sweeper_is_seen(
 ) -> None:
     """A local database no sweeper watches: doctor names `rewake setup`; once a sweeper's
     heartbeat is fresh, it does not."""
-    from conftest import migrate
-
     from rewake.db.engine import Database
     from rewake.marks.repository import record_heartbeat
+    from tests.support.db import migrate
 
     migrate(env["REWAKE_DATABASE_URL"])
     assert f"    {doctor.SETUP_HINT}" in doctor.check_store(env, NOW).lines
@@ -196,10 +195,9 @@ def test_doctor_warns_that_a_log_executor_sweeper_resumes_nothing(
     """A sweeper with the log executor, fresh on the local database, is no sweeper that
     resumes: doctor says so and names `rewake setup`, until one with the command executor is
     seen beside it."""
-    from conftest import migrate
-
     from rewake.db.engine import Database
     from rewake.marks.repository import record_heartbeat
+    from tests.support.db import migrate
 
     migrate(env["REWAKE_DATABASE_URL"])
     database = Database(env["REWAKE_DATABASE_URL"])

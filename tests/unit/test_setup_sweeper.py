@@ -13,13 +13,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import systemd_syntax
 
 from rewake.exits import Exit
 from rewake.runner.commands.setup import setup_sweeper
 from rewake.runner.local import sweeper_service
 from rewake.runner.local.sweeper_service import UNIT_NAME, service_file
 from rewake.runner.local.user_files import SetupError
+from tests.support import systemd_syntax
 
 NOW = datetime(2026, 12, 2, 6, 30, 5, tzinfo=UTC)
 REWAKE = ["/opt/venv/bin/rewake"]

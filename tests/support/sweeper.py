@@ -24,7 +24,7 @@ from rewake.marks.service import set_auto_resume
 from rewake.parsers import parse
 from rewake.reports.failures import FailureReport, report_failure
 
-REPO = Path(__file__).absolute().parent.parent
+REPO = Path(__file__).absolute().parents[2]
 
 
 def context(now: datetime, *, actor: str = "alice", delay_s: int = 30) -> Context:
@@ -208,7 +208,7 @@ def mark_events(database: Database, event: str) -> dict[int, datetime]:
 def fresh_database_url(kind: str, folder: Path) -> Iterator[str]:
     """A migrated database no other test uses, for a sweeper that claims whatever is due: a
     SQLite file in `folder`, or a PostgreSQL schema of its own (skipped when none is set)."""
-    from conftest import fresh_postgres_schema, migrate
+    from tests.support.db import fresh_postgres_schema, migrate
 
     if kind == "postgres":
         with fresh_postgres_schema() as url:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sweeper_support import REPO, rewake_env
+
+from tests.support.sweeper import REPO, rewake_env
 
 STANDINS = REPO / "tests" / "standins"
 

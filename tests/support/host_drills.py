@@ -23,9 +23,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from hosts.example_host import ExampleHost
-from hosts.rough_host import MIB, RoughHost
-from sweeper_support import (
+from rewake.db.engine import Database
+from rewake.marks import repository as mark_repo
+from rewake.marks.pacing import PacingRules
+from rewake.sweeper import step
+from tests.hosts.example_host import ExampleHost
+from tests.hosts.rough_host import MIB, RoughHost
+from tests.support.sweeper import (
     REPO,
     count_in_states,
     mark_events,
@@ -36,11 +40,6 @@ from sweeper_support import (
     stop_all,
     wait_until,
 )
-
-from rewake.db.engine import Database
-from rewake.marks import repository as mark_repo
-from rewake.marks.pacing import PacingRules
-from rewake.sweeper import step
 
 SECRET = "drill-secret-0123456789"
 UNSETTLED = ("armed", "claimed", "sending", "uncertain")

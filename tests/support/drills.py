@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from hosts.example_host import ExampleHost
-from sweeper_support import (
+from rewake.db.engine import Database
+from rewake.db.models import LIVE_STATES
+from tests.hosts.example_host import ExampleHost
+from tests.support.sweeper import (
     marks_by_root,
     rewake_env,
     seed_marks,
@@ -22,9 +24,6 @@ from sweeper_support import (
     stop_all,
     wait_until,
 )
-
-from rewake.db.engine import Database
-from rewake.db.models import LIVE_STATES
 
 SECRET = "drill-secret-0123456789"
 

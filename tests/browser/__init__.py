@@ -1,0 +1,1 @@
+"""The web pages driven in a browser (chromium, by executable path)."""

@@ -1,0 +1,1 @@
+"""End-to-end tests: the installed service and CLI in processes of their own."""

@@ -1,0 +1,1 @@
+"""The real-CLI tier: Claude Code, Codex and Gemini CLI against a mock provider (README.md)."""
