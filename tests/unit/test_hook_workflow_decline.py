@@ -5,7 +5,8 @@ reports that, at the main turn's Stop, as the session's usage limit with its res
 
 The files are what the real CLI wrote against the loopback mock (tests/unit/fixtures/
 workflow_decline/: `off` with the setting off and a five-hour limit resetting 75 s ahead,
-`far` with a weekly limit resetting two days ahead; the limit at agents 4, 5 and 6 of six):
+`far` with a weekly limit resetting two days ahead; the limit at agents 4, 5 and 6 of six;
+`rerun` with the setting on, where Claude Code paused at agent 4 and re-ran it itself):
 the hook payloads in the order Claude Code sent them, the journal, the run's record, the
 agents' transcripts (their last row: a limited agent's synthetic error row). Paths are
 placeholders, laid out again under the test's folder.
@@ -32,6 +33,7 @@ SERVED_RESET = {"off": 1796654751, "far": 1796828191}
 ENDED_AT = {
     "off": datetime(2026, 12, 7, 14, 44, 39, tzinfo=UTC),
     "far": datetime(2026, 12, 7, 14, 51, 39, tzinfo=UTC),
+    "rerun": datetime(2026, 12, 7, 14, 52, 9, tzinfo=UTC),
 }
 
 
@@ -205,24 +207,11 @@ def test_a_stop_while_the_run_goes_on_reports_nothing_and_the_end_is_reported_on
 
 
 def test_a_run_claude_code_re_ran_itself_is_noted_and_nothing_reported(tmp_path: Path) -> None:
-    """Claude Code waited and re-ran the limited agents (the journal: each started again and
-    returned): the run's end is noted on its hold, no store is opened, nothing is armed."""
-    case = Case("off", tmp_path)
+    """The setting on (the `rerun` capture): Claude Code paused at agent 4, re-ran it after the
+    reset, and 5 and 6 returned; the Stop after the run's end notes it on the hold, opens no
+    store and reports nothing."""
+    case = Case("rerun", tmp_path)
     case.agents_limited()
-    entries = [json.loads(line) for line in case.journal.read_text().splitlines()]
-    lost = [e for e in entries if e["type"] == "started"][3:]
-    with case.journal.open("a") as journal:
-        for n, entry in enumerate(lost):
-            again = {**entry, "agentId": f"b{n}"}
-            result = {
-                "type": "result",
-                "key": entry["key"],
-                "agentId": f"b{n}",
-                "result": "ok",
-                "sessionId": case.session_id,
-            }
-            journal.write(json.dumps(again) + "\n" + json.dumps(result) + "\n")
-    os.utime(case.journal, (1_000_000, 1_000_000))
     said = case.last_stop()
     assert case.opened == 0 and said.attempt is None
     assert "with all 6 agents returned" in said.lines[0]
