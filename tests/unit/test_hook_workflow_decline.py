@@ -15,7 +15,6 @@ placeholders, laid out again under the test's folder.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,9 +60,6 @@ class Case:
         self.journal = next(self.claude.glob("projects/*/*/subagents/workflows/wf_*/journal.jsonl"))
         self.run_id = self.journal.parent.name
         self.record_file = self.journal.parents[3] / "workflows" / f"{self.run_id}.json"
-        # As written: the run's record at the run's end, after the journal's last line.
-        os.utime(self.journal, (1_000_000, 1_000_000))
-        os.utime(self.record_file, (1_000_001, 1_000_001))
         self.kept_record = self.record_file.read_text()
         if not ended:
             self.record_file.unlink()  # the run is paused or running: no record yet
@@ -81,7 +77,6 @@ class Case:
 
     def end_run(self) -> None:
         self.record_file.write_text(self.kept_record)
-        os.utime(self.record_file, (1_000_001, 1_000_001))
 
     def payloads(self, event: str) -> list[dict[str, Any]]:
         found = [json.loads(self._fill(p.read_text())) for p in self.hooks]
@@ -206,6 +201,20 @@ def test_a_stop_while_the_run_goes_on_reports_nothing_and_the_end_is_reported_on
     assert again.lines == [] and again.attempt is None and case.opened == opened
 
 
+def test_the_record_of_an_earlier_execution_does_not_end_a_resumed_one(tmp_path: Path) -> None:
+    """A resume re-running agent 4 (a new `started` entry, a new agent id) while the record of
+    the earlier execution is still on disk: the run has not ended, and a Stop reports nothing
+    (the files' times are not relied on: Claude Code touched the journal after the record)."""
+    case = Case("off", tmp_path)
+    case.agents_limited()
+    entries = [json.loads(line) for line in case.journal.read_text().splitlines()]
+    fourth = [e for e in entries if e["type"] == "started"][3]
+    with case.journal.open("a") as journal:
+        journal.write(json.dumps({**fourth, "agentId": "b4"}) + "\n")
+    said = case.last_stop()
+    assert said.lines == [] and case.opened == 0 and "ended" not in case.hold()
+
+
 def test_a_run_claude_code_re_ran_itself_is_noted_and_nothing_reported(tmp_path: Path) -> None:
     """The setting on (the `rerun` capture): Claude Code paused at agent 4, re-ran it after the
     reset, and 5 and 6 returned; the Stop after the run's end notes it on the hold, opens no
@@ -257,7 +266,6 @@ def test_lost_agents_without_a_limit_are_not_reported(tmp_path: Path) -> None:
     for agent in record["workflowProgress"]:
         agent.pop("error", None)
     case.record_file.write_text(json.dumps(record))
-    os.utime(case.record_file, (1_000_001, 1_000_001))
     said = case.last_stop()
     assert case.opened == 0 and said.attempt is None
     assert case.hold()["ended"]["outcome"] == "lost_not_to_a_limit"

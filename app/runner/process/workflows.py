@@ -342,16 +342,25 @@ def limit_texts(folder: Path) -> list[str]:
 
 def run_status(folder: Path) -> str | None:
     """The status the run's record (`<session>/workflows/<run-id>.json`, written when a run
-    ends) gives its last execution, e.g. "completed"; None while the run goes on (no record
-    yet, or one older than the journal: an earlier execution's)."""
+    ends) gives its last execution, e.g. "completed"; None while the run goes on: no record
+    yet, or one of an earlier execution (an agent the journal's latest execution started is
+    not in it). The files' times do not tell: Claude Code 2.1.332 was seen to touch the
+    journal after writing the record."""
     record = folder.parents[2] / "workflows" / f"{folder.name}.json"  # parents[2]: the session
     try:
-        if record.stat().st_mtime < (folder / JOURNAL).stat().st_mtime:
-            return None
         data = json.loads(record.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        journal = read_journal(folder / JOURNAL, folder.name)
+    except (OSError, ValueError, WorkflowError):
         return None
-    status = data.get("status") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return None
+    progress = data.get("workflowProgress")
+    recorded = {
+        agent.get("agentId") for agent in progress if isinstance(agent, dict)
+    } if isinstance(progress, list) else set()  # fmt: skip
+    if any(journal.agent_ids.get(key) not in recorded for key in journal.order):
+        return None
+    status = data.get("status")
     return status if isinstance(status, str) and status else None
 
 
