@@ -24,6 +24,11 @@ On `Notification` with a `notification_type` of Claude Code's own auto-continue 
 disabled) the hook notes whether Claude continues the failed attempt itself, and arms rewake's
 resume when it gave up (rewake.runner.hook.native); any other notification is ignored.
 
+A StopFailure of a workflow's agent (`agent_type` "workflow-subagent") is not the session's turn:
+the hook records the hold (rewake.runner.hook.workflow). On `Stop` (a main turn ended) it looks
+at the held runs that ended since: one Claude Code declined to wait for, its agents lost to the
+limit, is reported as the session's failure then.
+
 Claude Code ignores a StopFailure hook's output and exit status, and a hook that hangs or
 crashes must never cost the user their session: every problem is one line on stderr (and in the
 hook log) and exit status 0, never stdout (Claude adds a UserPromptSubmit hook's stdout to the
