@@ -95,7 +95,10 @@ def test_a_declined_workflow_wait_is_armed_and_resumed_in_the_open_claude(
         time.strftime("%Y-%m-%dT%H:%M", time.gmtime(mock.reset_epoch))
     ), failure["verdict"]
     assert (session.get("mark") or {}).get("state") == "done", (session.get("mark"), swept)
-    assert "typed the resume into the open Claude Code" in swept, swept
-    assert "replays 3 of 6 agents from cache; 3 run live" in swept, swept
+    # The resume was typed into that Claude: its UserPromptSubmit hook started attempt 2.
+    attempts = [(a["attempt"], a["status"]) for a in session["runs"][0]["attempts"]]
+    assert attempts == [(1, "failed"), (2, "started")], (attempts, said)
+    assert "continued by hand (UserPromptSubmit): attempt 2 started" in said, said
+    assert f"{record['root_id']}: wf_" in said and "3 agents ran live (predicted 3)" in said, said
     (kept,) = record["extra"]["workflow_predictions"]["2"]
     assert (kept["cached"], kept["live"], kept.get("ran_live")) == (3, 3, 3), (kept, said)
