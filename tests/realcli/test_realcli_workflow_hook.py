@@ -66,4 +66,6 @@ def test_a_paused_workflow_is_recorded_and_left_to_claude(
     assert run_id in record["extra"]["workflow_runs"]
     log = (state / "hook.log").read_text()
     assert f"workflow {run_id} paused at a usage limit" in log
-    assert "reported" not in log and "armed" not in log.replace("nothing armed", "")
+    # No attempt reported ("attempt 1 reported: ..."), no mark ("auto-resume armed: ...").
+    assert " reported: " not in log and "auto-resume" not in log, log
+    assert f"workflow {run_id} ended completed with all 6 agents returned" in log, log
