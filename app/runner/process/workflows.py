@@ -203,12 +203,12 @@ class AgentProgress:
 
 def read_progress(folder: Path) -> list[AgentProgress] | None:
     """The agents of the run's last execution, from its record; None when there is no record
-    or it is older than the journal (an execution killed after it: the record is written at
-    a run's end, so it would describe an earlier one)."""
+    or it describes an earlier execution (one killed after it: the record is written at a
+    run's end), see run_status."""
     record = folder.parents[2] / "workflows" / f"{folder.name}.json"  # parents[2]: the session
+    if run_status(folder) is None:
+        return None
     try:
-        if record.stat().st_mtime < (folder / JOURNAL).stat().st_mtime:
-            return None
         data = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
