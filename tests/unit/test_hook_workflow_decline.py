@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -271,3 +272,33 @@ def test_lost_agents_without_a_limit_are_not_reported(tmp_path: Path) -> None:
     assert case.hold()["ended"]["outcome"] == "lost_not_to_a_limit"
     shutil.rmtree(folder)  # and a hold whose run is gone is passed over
     assert case.last_stop().lines == []
+
+
+def test_what_a_typed_resume_ran_live_is_noted_once_its_run_ended(tmp_path: Path) -> None:
+    """After the resume typed into the open Claude (attempt 2, its prediction kept): the Stop
+    of the turn that launched it, before any agent started, notes nothing; once the resumed
+    run re-ran agents 4-6 and its record names them, the next Stop notes 3 ran live."""
+    case = Case("off", tmp_path)
+    case.agents_limited()
+    case.last_stop()
+    record = records.load(case.root, case.env)
+    assert record is not None
+    workflows.plan_and_keep(record.extra, case.session_id, 2)
+    records.save(replace(record, attempt=2), case.env)
+    assert case.last_stop().lines == []
+    entries = [json.loads(line) for line in case.journal.read_text().splitlines()]
+    run = json.loads(case.record_file.read_text())
+    with case.journal.open("a") as journal:
+        for n, entry in enumerate([e for e in entries if e["type"] == "started"][3:], 4):
+            again = {**entry, "agentId": f"b{n}"}
+            done = {"type": "result", "key": entry["key"], "agentId": f"b{n}", "result": "ok"}
+            journal.write(json.dumps(again) + "\n" + json.dumps(done) + "\n")
+            for agent in run["workflowProgress"]:
+                if agent.get("index") == n:
+                    agent.update(agentId=f"b{n}", state="done")
+    case.record_file.write_text(json.dumps(run))
+    said = case.last_stop()
+    assert said.lines == [f"{case.root}: {case.run_id}: 3 agents ran live (predicted 3)"]
+    kept = records.load(case.root, case.env)
+    assert kept is not None
+    assert kept.extra["workflow_predictions"]["2"][0]["ran_live"] == 3

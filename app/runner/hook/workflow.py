@@ -255,15 +255,26 @@ def run_ended(
 
 def _note_ran_live(record: records.RunRecord, result: HookResult) -> bool:
     """After a resume typed into the open session: once its runs have ended, what ran live
-    beside what was predicted for that attempt (kept in `record.extra`, changed in place)."""
+    beside what was predicted for that attempt (kept in `record.extra`, changed in place). A
+    run has ended for this only once the resume added to its journal: the Stop of the turn
+    that launched the resume can come before its first agent starts, when the earlier
+    execution's record still describes the journal."""
     kept = record.extra.get(workflows.PREDICTIONS_KEY)
     kept = kept.get(str(record.attempt)) if isinstance(kept, dict) else None
-    ended = [
-        item for item in kept or []
-        if isinstance(item, dict) and "ran_live" not in item and item.get("journal")
-        and workflows.in_layout(Path(str(item["journal"])).parent)
-        and workflows.run_status(Path(str(item["journal"])).parent) is not None
-    ]  # fmt: skip
+    ended = [item for item in kept or [] if isinstance(item, dict) and _resumed_run_ended(item)]
     for line in workflows.note_ran_live(ended):
         result.say(f"{record.root_id}: {line}")
     return bool(ended)
+
+
+def _resumed_run_ended(item: dict[str, Any]) -> bool:
+    if "ran_live" in item or not item.get("journal"):
+        return False
+    journal = Path(str(item["journal"]))
+    if not workflows.in_layout(journal.parent) or workflows.run_status(journal.parent) is None:
+        return False
+    try:
+        now = workflows.read_journal(journal, journal.parent.name)
+    except workflows.WorkflowError:
+        return False
+    return now.started_entries > int(item.get("started_entries") or 0)
