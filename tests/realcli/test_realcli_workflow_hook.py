@@ -31,12 +31,17 @@ def test_a_paused_workflow_is_recorded_and_left_to_claude(
     tmp_path: Path,
 ) -> None:
     """A limit at agent 4 of 6: the hook records the hold (3 of 4 returned) without a failed
-    turn or a mark, and Claude Code itself re-runs agent 4, then 5 and 6, once each."""
+    turn or a mark, and Claude Code itself re-runs agent 4, then 5 and 6, once each; the Stop
+    after the run's end notes the re-run and reports nothing."""
     binary = cli_binary(CLAUDE)
     box = Box.make(tmp_path)
     env = claude_env(box, binary, served.url, "UTC", interactive=True)
     env["CLAUDE_CODE_WORKFLOWS"] = "1"
-    (box.home / ".claude" / "settings.json").write_text(json.dumps(hook_settings(box)))
+    settings = hook_settings(box)
+    rewake = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    # The main turn's end too: where a declined wait is reported, a re-run must not be.
+    settings["hooks"]["Stop"] = [{"hooks": [{"type": "command", "command": rewake, "timeout": 30}]}]
+    (box.home / ".claude" / "settings.json").write_text(json.dumps(settings))
     rewake_env(box, env)  # the hook's own environment is in its command line
     tmux = Tmux(box, [str(binary), "--allowedTools", "Workflow"], env)
     try:
@@ -49,7 +54,7 @@ def test_a_paused_workflow_is_recorded_and_left_to_claude(
         deadline = mock.reset_epoch + SETTLED_AFTER_RESET_S
         while time.time() < deadline and mock.counts()[6] == 0:
             time.sleep(1)
-        time.sleep(5)  # anything after the sixth agent would show now
+        time.sleep(8)  # anything after the sixth agent would show now, and the last Stop
     finally:
         tmux.close()
     assert mock.agents == [(1, "ok"), (2, "ok"), (3, "ok"), (4, "limit"), (4, "ok"), (5, "ok"),
@@ -58,7 +63,10 @@ def test_a_paused_workflow_is_recorded_and_left_to_claude(
     record = json.loads(next((state / "runs").glob("claude-*.json")).read_text())
     ((run_id, hold),) = record["extra"]["workflow_holds"].items()
     assert (hold["started"], hold["returned"], hold["continued_by"]) == (4, 3, "claude_code")
+    assert hold["ended"]["outcome"] == "rerun_by_claude_code", hold
     assert run_id in record["extra"]["workflow_runs"]
     log = (state / "hook.log").read_text()
     assert f"workflow {run_id} paused at a usage limit" in log
-    assert "reported" not in log and "armed" not in log.replace("nothing armed", "")
+    # No attempt reported ("attempt 1 reported: ..."), no mark ("auto-resume armed: ...").
+    assert " reported: " not in log and "auto-resume" not in log, log
+    assert f"workflow {run_id} ended completed with all 6 agents returned" in log, log

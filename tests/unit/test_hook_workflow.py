@@ -98,7 +98,8 @@ def test_a_workflow_agents_limit_is_not_the_sessions_failed_turn(tmp_path: Path)
     assert store.calls == []
     assert lines == [f"{ROOT}: workflow {RUN} paused at a usage limit: 3 of 4 agents started "
                      "returned; not the session's failed turn, nothing armed: Claude Code "
-                     "re-runs the waiting agents after the reset"]  # fmt: skip
+                     "re-runs the waiting agents after the reset (if it declines, the run's end "
+                     "is reported)"]  # fmt: skip
 
 
 def test_the_hold_and_the_run_are_recorded_for_a_later_resume(tmp_path: Path) -> None:
@@ -113,7 +114,7 @@ def test_the_hold_and_the_run_are_recorded_for_a_later_resume(tmp_path: Path) ->
     assert record.extra["workflow_holds"] == {RUN: {
         "agent_id": LIMITED, "observed_at": NOW.isoformat(), "journal": str(journal),
         "limit": PAYLOAD["last_assistant_message"], "continued_by": "claude_code",
-        "started": 4, "returned": 3,
+        "started": 4, "returned": 3, "auto_resume": True,
     }}  # fmt: skip
     script = transcript.with_suffix("") / "workflows" / "scripts" / f"six-{RUN}.js"
     assert record.extra["workflow_runs"] == {

@@ -318,10 +318,14 @@ def test_a_failure_not_offered_auto_resume_says_why_and_arms_nothing(tmp_path: P
 
 
 def test_another_hook_event_is_ignored(tmp_path: Path) -> None:
-    """Wired to Stop by mistake, the hook reports nothing: a finished turn is no failure."""
+    """Wired to another event by mistake, the hook reports nothing and says so; a Stop of a
+    session holding no workflow run reports nothing and says nothing: a finished turn is no
+    failure."""
     store = FakeStore()
+    result = run(store, {**DOCUMENTED, "hook_event_name": "PreToolUse"}, tmp_path, auto=True)
+    assert store.reports == [] and "is not StopFailure, Stop" in result.lines[0]
     result = run(store, {**DOCUMENTED, "hook_event_name": "Stop"}, tmp_path, auto=True)
-    assert store.reports == [] and "is not StopFailure" in result.lines[0]
+    assert store.reports == [] and result.lines == []
 
 
 def test_the_command_exits_0_with_one_stderr_line_on_non_json_stdin(

@@ -112,7 +112,8 @@ def test_a_missing_journal_is_a_stable_error(tmp_path: Path) -> None:
 
 def _agent(index: int, state: str, queued: int, ended: int) -> dict[str, Any]:
     return {"type": "workflow_agent", "index": index, "label": f"a{index}", "state": state,
-            "queuedAt": queued, "startedAt": queued + 2, "lastProgressAt": ended}  # fmt: skip
+            "agentId": f"aa{index}", "queuedAt": queued, "startedAt": queued + 2,
+            "lastProgressAt": ended}  # fmt: skip
 
 
 def _record(project: Path, agents: list[dict[str, Any]]) -> None:
@@ -156,14 +157,17 @@ def test_calls_made_alongside_the_lost_one_come_from_cache(tmp_path: Path) -> No
     assert (found.cached, found.live, found.refused) == (2, 1, None)
 
 
-def test_a_record_older_than_the_journal_is_not_read(tmp_path: Path) -> None:
-    """The record is written at a run's end: one older than the journal describes an earlier
-    execution (the later one was killed), and is not used."""
+def test_a_record_of_an_earlier_execution_is_not_read(tmp_path: Path) -> None:
+    """The record is written at a run's end: one that lacks agents the journal's latest
+    execution started describes an earlier execution (the later one was killed), and is not
+    used, whatever the files' times (Claude Code touched the journal after the record)."""
     journal = _write_run(tmp_path, SESSION, FIRST_LOST)
     _record(tmp_path, [_agent(1, "error", 1000, 1200)])
-    record = tmp_path / SESSION / "workflows" / f"{RUN}.json"
-    os.utime(record, (1_000_000, 1_000_000))
     assert wf.read_progress(journal.parent) is None
+    _record(tmp_path, [_agent(1, "error", 1000, 1200), _agent(2, "done", 1201, 1300),
+                       _agent(3, "done", 1301, 1400)])  # fmt: skip
+    os.utime(journal, (2_000_000_000, 2_000_000_000))  # the journal touched after the record
+    assert wf.read_progress(journal.parent) is not None
 
 
 def test_runs_are_read_from_the_workflow_tool_result(tmp_path: Path) -> None:

@@ -45,7 +45,7 @@ from rewake.runner.local.providers import (
 )
 from rewake.runner.local.records import TYPED_RESUME, RecordError, RunRecord
 from rewake.runner.local.store import Store, StoreError, check_id, database_url, open_store
-from rewake.runner.process import panes
+from rewake.runner.process import panes, workflows
 from rewake.runner.process.attempts import (
     MANUAL_PROMPT,
     Options,
@@ -368,6 +368,13 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
             reason = moved.reason
             if moved.holder_pid is not None and not moved.continues_itself:
                 prompt = " ".join(rest) or DEFAULT_PROMPT
+                plan = _workflow_plan(record)
+                if plan is not None and plan.refusal is not None:
+                    lock.release()
+                    print(printable(f"rewake run: mark {mark_id} not resumed: {plan.refusal}"),
+                          file=sys.stderr)  # fmt: skip
+                    return Exit.REFUSED
+                prompt = plan.prompt(prompt) if plan is not None else prompt
                 why_not = _type_into_holder(record, moved.holder_pid, prompt, lock)
                 if why_not is None:
                     print(f"rewake run: mark {mark_id}: typed the resume into the open Claude "
@@ -454,6 +461,18 @@ def _notify_unreachable(root_id: str, mark_id: int, reason: str) -> None:
                               "warning"))  # fmt: skip
     finally:
         announcer.close()
+
+
+def _workflow_plan(record: RunRecord) -> workflows.ResumePlan | None:
+    """For a resume typed into the open Claude: its workflow runs made findable, predicted
+    (kept in the record for the attempt the typed prompt starts) and named, as a headless
+    resume does (docs/workflows.md); None for a session with none."""
+    if record.provider != "claude" or not record.cli_session_id:
+        return None
+    plan = workflows.plan_and_keep(record.extra, record.cli_session_id, record.attempt + 1)
+    for line in [p.words() for p in plan.predictions] if plan is not None else []:
+        print(printable(f"rewake run: · {line}"), file=sys.stderr)
+    return plan
 
 
 def _type_into_holder(record: RunRecord, pid: int, prompt: str, lock: SessionLock) -> str | None:

@@ -24,6 +24,11 @@ On `Notification` with a `notification_type` of Claude Code's own auto-continue 
 disabled) the hook notes whether Claude continues the failed attempt itself, and arms rewake's
 resume when it gave up (rewake.runner.hook.native); any other notification is ignored.
 
+A StopFailure of a workflow's agent (`agent_type` "workflow-subagent") is not the session's turn:
+the hook records the hold (rewake.runner.hook.workflow). On `Stop` (a main turn ended) it looks
+at the held runs that ended since: one Claude Code declined to wait for, its agents lost to the
+limit, is reported as the session's failure then.
+
 Claude Code ignores a StopFailure hook's output and exit status, and a hook that hangs or
 crashes must never cost the user their session: every problem is one line on stderr (and in the
 hook log) and exit status 0, never stdout (Claude adds a UserPromptSubmit hook's stdout to the
@@ -60,7 +65,11 @@ from rewake.runner.local import records
 from rewake.runner.local.store_base import JSON, Store, StoreError
 
 if TYPE_CHECKING:
+    from rewake.runner.hook.workflow import Declined
     from rewake.sweeper.announce import Notice
+
+#: The hook event of a main turn's end: a held workflow run may have ended (Declined).
+STOP = "Stop"
 
 
 def failure_message(hook: HookInput) -> str:
@@ -181,18 +190,28 @@ def run_hook(
 
         native_notice(hook, result, now=now, env=env, open_store=open_store)
         return result
-    if hook.hook_event_name not in (None, "StopFailure"):
+    declined: Declined | None = None
+    if hook.hook_event_name == STOP:
+        # The main turn ended: a held workflow run may have ended with agents Claude Code did
+        # not wait for (docs/workflows.md). Loaded only then: most sessions hold no run.
+        from rewake.runner.hook.workflow import run_ended
+
+        declined = run_ended(hook, result, now=now, env=env)
+        if declined is None:
+            return result
+        auto_resume = auto_resume or declined.auto_resume
+    elif hook.hook_event_name not in (None, "StopFailure"):
         result.say(
-            f"ignored: hook_event_name {hook.hook_event_name!r} is not StopFailure, "
+            f"ignored: hook_event_name {hook.hook_event_name!r} is not StopFailure, Stop, "
             "UserPromptSubmit, SessionStart or Notification"
         )
         return result
-    if WORKFLOW_AGENT in raw:  # loaded only then: the hook's start-up budget
+    elif WORKFLOW_AGENT in raw:  # loaded only then: the hook's start-up budget
         from rewake.runner.hook.workflow import record_hold, workflow_agent
 
         agent = workflow_agent(raw)
         if agent is not None:  # a workflow's agent, not the session's turn: docs/workflows.md
-            record_hold(hook, agent, result, now=now, env=env)
+            record_hold(hook, agent, result, now=now, env=env, auto_resume=auto_resume)
             return result
     tail = read_transcript_tail(hook.transcript_path, env)
     if tail.problem:
@@ -201,7 +220,7 @@ def run_hook(
     store = open_store()
     try:
         reported = _report(store, hook, tail, root_id, result, now=now, env=env, zone=zone,
-                           auto_resume=auto_resume)  # fmt: skip
+                           auto_resume=auto_resume, declined=declined)  # fmt: skip
     finally:
         store.close()
     if reported is not None and announce is not None:
@@ -235,9 +254,11 @@ def _report(
     env: Mapping[str, str],
     zone: str | None,
     auto_resume: bool,
+    declined: Declined | None = None,
 ) -> Reported | None:
     """Report the failure and arm auto-resume when asked and offered; None when nothing new
-    was reported."""
+    was reported. `declined`: the failure is a workflow run's whose wait Claude Code declined
+    (its limit, not the main turn's, and nobody continues it by itself)."""
     try:
         session: JSON | None = store.get_session(root_id)
     except StoreError as error:
@@ -245,7 +266,7 @@ def _report(
             raise
         session = None
     old = records.load(root_id, env)
-    key = failure_key(tail)
+    key = declined.key if declined is not None else failure_key(tail)
     attempt = failure_attempt(session, old)
     seen = old is not None and key is not None and old.extra.get("hook_failure_key") == key
     if old is not None and seen and attempt - 1 == old.attempt:
@@ -254,10 +275,16 @@ def _report(
         result.say(f"{root_id}: attempt {old.attempt} was already reported; nothing new")
         return None
     result.attempt = attempt
-    answer = store.report_failure(
-        root_id, RUN_ID, failure_body(hook, tail, attempt=attempt, now=now, zone=zone)
-    )
-    records.save(resume_record(hook, tail, root_id, attempt, old, auto_resume=auto_resume), env)
+    body = failure_body(hook, tail, attempt=attempt, now=now, zone=zone)
+    if declined is not None:
+        # The limit the run's agents got, not the main turn's rows (its answer to the task
+        # notification): the rejected events hold the exact reset, the message the gap.
+        body["message"] = declined.message()
+        body["events"] = list(declined.limit.events)
+    answer = store.report_failure(root_id, RUN_ID, body)
+    record = resume_record(hook, tail, root_id, attempt, old, auto_resume=auto_resume)
+    record.extra["hook_failure_key"] = key
+    records.save(record, env)
     result.say(f"{root_id}: attempt {attempt} reported: {_banner_words(answer)}")
     offer = answer.get("auto_resume") or {}
     if not offer.get("available"):
@@ -266,7 +293,7 @@ def _report(
             if offer["code"] == "native_auto_continue":
                 result.say(f"to arm anyway: rewake auto-resume {root_id} on --despite-native")
         return Reported(answer)
-    if continues_by_itself(answer.get("verdict") or {}, now):
+    if declined is None and continues_by_itself(answer.get("verdict") or {}, now):
         result.say(
             "auto-resume not armed: Claude Code continues this session by itself at the reset "
             f'("Continuing automatically"); to arm anyway: rewake auto-resume {root_id} on'

@@ -24,7 +24,7 @@ import json
 import re
 import shutil
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,8 @@ RUNS_UNDER_SESSION = ("subagents", "workflows")
 JOURNAL = "journal.jsonl"
 #: The record's `extra` key of the map run id -> what rewake saw of it.
 EXTRA_KEY = "workflow_runs"
+#: The record's `extra` key of the predictions, by the attempt they were made for.
+PREDICTIONS_KEY = "workflow_predictions"
 #: A journal larger than this is not read (no run writes one near it; 516 journals on one
 #: machine were all under a few MB).
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024
@@ -68,6 +70,9 @@ class Journal:
     started_entries: int
     result_entries: int
     failed_entries: int
+    #: The agent id of each key's latest `started` entry (its transcript is
+    #: `agent-<id>.jsonl` beside the journal).
+    agent_ids: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def lost(self) -> tuple[str, ...]:
@@ -155,6 +160,7 @@ def read_journal(path: Path, run_id: str | None = None) -> Journal:
         raise WorkflowError("journal_unreadable", f"cannot read {path}: {error}") from None
     order: list[str] = []
     returned: set[str] = set()
+    agent_ids: dict[str, str] = {}
     counts = {"started": 0, "result": 0, "failed": 0}
     for line in text.splitlines():
         try:
@@ -172,12 +178,14 @@ def read_journal(path: Path, run_id: str | None = None) -> Journal:
                 # Started again: a resume re-running from this position.
                 del order[order.index(key) :]
             order.append(key)
+            if isinstance(entry.get("agentId"), str):
+                agent_ids[key] = entry["agentId"]
         elif kind == "result":
             returned.add(key)
     return Journal(
         run_id=run_id or path.parent.name, path=path, order=tuple(order),
         returned=frozenset(returned), started_entries=counts["started"],
-        result_entries=counts["result"], failed_entries=counts["failed"],
+        result_entries=counts["result"], failed_entries=counts["failed"], agent_ids=agent_ids,
     )  # fmt: skip
 
 
@@ -195,12 +203,12 @@ class AgentProgress:
 
 def read_progress(folder: Path) -> list[AgentProgress] | None:
     """The agents of the run's last execution, from its record; None when there is no record
-    or it is older than the journal (an execution killed after it: the record is written at
-    a run's end, so it would describe an earlier one)."""
+    or it describes an earlier execution (one killed after it: the record is written at a
+    run's end), see run_status."""
     record = folder.parents[2] / "workflows" / f"{folder.name}.json"  # parents[2]: the session
+    if run_status(folder) is None:
+        return None
     try:
-        if record.stat().st_mtime < (folder / JOURNAL).stat().st_mtime:
-            return None
         data = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
@@ -330,6 +338,77 @@ def limit_texts(folder: Path) -> list[str]:
         if isinstance(agent, dict) and isinstance(agent.get("error"), str):
             texts.append(agent["error"])
     return texts
+
+
+def run_status(folder: Path) -> str | None:
+    """The status the run's record (`<session>/workflows/<run-id>.json`, written when a run
+    ends) gives its last execution, e.g. "completed"; None while the run goes on: no record
+    yet, or one of an earlier execution (an agent the journal's latest execution started is
+    not in it). The files' times do not tell: Claude Code 2.1.332 was seen to touch the
+    journal after writing the record."""
+    record = folder.parents[2] / "workflows" / f"{folder.name}.json"  # parents[2]: the session
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+        journal = read_journal(folder / JOURNAL, folder.name)
+    except (OSError, ValueError, WorkflowError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    progress = data.get("workflowProgress")
+    recorded = {
+        agent.get("agentId") for agent in progress if isinstance(agent, dict)
+    } if isinstance(progress, list) else set()  # fmt: skip
+    if any(journal.agent_ids.get(key) not in recorded for key in journal.order):
+        return None
+    status = data.get("status")
+    return status if isinstance(status, str) and status else None
+
+
+def run_logs(folder: Path) -> list[str]:
+    """The run's log lines from its record ("[a4] failed: usage limit; resets ..., too far
+    out to wait for: ...", "Usage limit reached · ... Workflow paused; ...")."""
+    record = folder.parents[2] / "workflows" / f"{folder.name}.json"  # parents[2]: the session
+    try:
+        data = json.loads(record.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    logs = data.get("logs") if isinstance(data, dict) else None
+    return [line for line in logs or [] if isinstance(line, str)]
+
+
+#: How much of a lost agent's transcript is read for the limit it got (its last rows).
+AGENT_TAIL_BYTES = 256 * 1024
+
+
+def limit_events(journal: Journal) -> list[dict[str, Any]]:
+    """The rejected rate-limit events the run's lost agents got, in the shape Claude's stream
+    carries them (`{"type": "rate_limit_event", "rate_limit_info": {...}}`): Claude Code
+    writes each into the synthetic error row of the agent's transcript
+    (`apiErrorParams.rate_limit_info`, with the exact reset where its banner gives the
+    minute)."""
+    events: list[dict[str, Any]] = []
+    for key in journal.lost:
+        agent = journal.agent_ids.get(key, "")
+        if not agent.isalnum():
+            continue
+        path = journal.path.parent / f"agent-{agent}.jsonl"
+        try:
+            with path.open("rb") as handle:
+                start = max(0, handle.seek(0, 2) - AGENT_TAIL_BYTES)
+                handle.seek(start)
+                lines = handle.read().splitlines()[1 if start else 0 :]
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            params = row.get("apiErrorParams") if isinstance(row, dict) else None
+            info = params.get("rate_limit_info") if isinstance(params, dict) else None
+            if isinstance(info, dict) and info.get("status") == "rejected":
+                events.append({"type": "rate_limit_event", "rate_limit_info": info})
+    return events
 
 
 @dataclass(frozen=True)
@@ -468,6 +547,20 @@ def plan_resume(extra: Mapping[str, Any], session_id: str) -> ResumePlan:
         scripts.append(script if isinstance(script, str) and Path(script).exists() else None)
         refusal = refusal or prediction.refused
     return ResumePlan(tuple(run_ids), tuple(scripts), tuple(copied), tuple(predictions), refusal)
+
+
+def plan_and_keep(
+    extra: MutableMapping[str, Any], session_id: str, attempt: int
+) -> ResumePlan | None:
+    """plan_resume for the resume that will be attempt `attempt`, its predictions kept in
+    `extra` beside that attempt (`workflow_predictions`); None when no run is remembered."""
+    if not extra.get(EXTRA_KEY):
+        return None
+    plan = plan_resume(extra, session_id)
+    if plan.predictions:
+        kept = extra.setdefault(PREDICTIONS_KEY, {})
+        kept[str(attempt)] = [p.as_json() for p in plan.predictions]
+    return plan
 
 
 def findable_at(journal: Path, session_id: str) -> Path:
