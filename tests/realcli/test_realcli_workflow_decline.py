@@ -19,11 +19,12 @@ import time
 from pathlib import Path
 
 import pytest
-from realcli_drive import Box, Tmux, claude_env, cli_binary, waits_for
-from realcli_install import CLAUDE
-from sweeper_support import start_sweeper, stop_all
-from test_realcli_run import hook_settings, rewake_env, session_of
-from test_realcli_workflow import Served, served  # noqa: F401  (served is a fixture)
+
+from tests.realcli.realcli_drive import Box, Tmux, claude_env, cli_binary, waits_for
+from tests.realcli.realcli_install import CLAUDE
+from tests.realcli.test_realcli_run import hook_settings, rewake_env, session_of
+from tests.realcli.test_realcli_workflow import Served, served  # noqa: F401  (served is a fixture)
+from tests.support.sweeper import start_sweeper, stop_all
 
 pytestmark = pytest.mark.realcli
 
