@@ -37,6 +37,7 @@ from sweeper_support import (
     wait_until,
 )
 
+from rewake import heartbeats
 from rewake.db.engine import Database
 from rewake.marks import repository as mark_repo
 from rewake.marks.pacing import PacingRules
@@ -53,7 +54,7 @@ def wait_for_heartbeat(database: Database, timeout_s: float = 60) -> None:
 
     def seen() -> bool:
         with database.reader() as db:
-            return mark_repo.latest_heartbeat(db) is not None
+            return heartbeats.latest_heartbeat(db) is not None
 
     if not wait_until(seen, timeout_s, poll_s=0.1):
         raise RuntimeError("the sweeper process did not start")

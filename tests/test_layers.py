@@ -29,7 +29,7 @@ LAYERS: list[set[str]] = [
         "rewake.secret_env",
     },
     {"rewake.db"},
-    {"rewake.sessions"},
+    {"rewake.sessions", "rewake.heartbeats"},
     {"rewake.marks"},
     {"rewake.reports"},
     {"rewake.executors", "rewake.security"},

@@ -86,8 +86,8 @@ def test_a_sweeper_on_the_log_executor_is_named_before_waiting(tmp_path: Path) -
     from run_support import make_run_env
     from sweeper_support import start_sweeper, stop_all
 
+    from rewake import heartbeats
     from rewake.db.engine import Database
-    from rewake.marks import repository as mark_repo
 
     env = make_run_env(tmp_path, executor="log")
     migrate(env.database_url)
@@ -97,7 +97,7 @@ def test_a_sweeper_on_the_log_executor_is_named_before_waiting(tmp_path: Path) -
 
         def heartbeat_seen() -> bool:
             with database.reader() as db:
-                return mark_repo.latest_heartbeat(db) is not None
+                return heartbeats.latest_heartbeat(db) is not None
 
         assert wait_until(heartbeat_seen, 30), (tmp_path / "sweeper.log").read_text()
         env.scenario({"do": "limit", "resets_at": epoch_in(1)}, {"do": "success"})

@@ -14,9 +14,9 @@ from conftest import migrate
 from run_support import RunEnv, attempts_of, epoch_in, make_run_env
 from sweeper_support import start_sweeper, stop_all, wait_until
 
+from rewake import heartbeats
 from rewake.db.engine import Database
 from rewake.db.models import SweeperHeartbeatRow
-from rewake.marks import repository as mark_repo
 from rewake.runner.local.store import StoreError
 
 
@@ -30,7 +30,7 @@ def sweeper_running(run_env: RunEnv, tmp_path: Path) -> Iterator[None]:
 
         def heartbeat_seen() -> bool:
             with database.reader() as db:
-                return mark_repo.latest_heartbeat(db) is not None
+                return heartbeats.latest_heartbeat(db) is not None
 
         assert wait_until(heartbeat_seen, 30), (tmp_path / "sweeper.log").read_text()
         yield

@@ -19,8 +19,8 @@ import pytest
 from conftest import migrate
 from sweeper_support import REPO, arm, rewake_env
 
+from rewake import heartbeats
 from rewake.db.engine import Database
-from rewake.marks import repository as mark_repo
 
 SID = "7d0c5b1e-2a3f-4e6d-9c8b-1a2b3c4d5e6f"
 ROOT = f"claude-{SID}"
@@ -333,7 +333,7 @@ def _sweeper_seen(url: str, executor: str) -> None:
     database = Database(url)
     try:
         with database.writer() as db, db.begin():
-            mark_repo.record_heartbeat(
+            heartbeats.record_heartbeat(
                 db, f"seen-{executor}", datetime.now(UTC), host="here", pid=1, executor=executor
             )
     finally:

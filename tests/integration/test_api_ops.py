@@ -13,14 +13,14 @@ from conftest import NOT_STATED, OBSERVED, QUOTA, Api, failure, runs_url, serve_
 from sqlalchemy import delete
 from test_api_marks import arm, mark_url
 
+from rewake import heartbeats
 from rewake.db.models import SweeperHeartbeatRow
-from rewake.marks import repository as mark_repo
 from rewake.parsers import parse
 
 
 def heartbeat(api: Api, at: datetime, executor: str | None = "log", name: str = "sweeper") -> None:
     with api.database.writer() as db, db.begin():
-        mark_repo.record_heartbeat(db, name, at, host="test", pid=1, executor=executor)
+        heartbeats.record_heartbeat(db, name, at, host="test", pid=1, executor=executor)
 
 
 def forget_sweepers(api: Api) -> None:

@@ -174,7 +174,7 @@ def test_doctor_points_at_rewake_setup_until_a_sweeper_is_seen(
     from conftest import migrate
 
     from rewake.db.engine import Database
-    from rewake.marks.repository import record_heartbeat
+    from rewake.heartbeats import record_heartbeat
 
     migrate(env["REWAKE_DATABASE_URL"])
     assert f"    {doctor.SETUP_HINT}" in doctor.check_store(env, NOW).lines
@@ -199,7 +199,7 @@ def test_doctor_warns_that_a_log_executor_sweeper_resumes_nothing(
     from conftest import migrate
 
     from rewake.db.engine import Database
-    from rewake.marks.repository import record_heartbeat
+    from rewake.heartbeats import record_heartbeat
 
     migrate(env["REWAKE_DATABASE_URL"])
     database = Database(env["REWAKE_DATABASE_URL"])
