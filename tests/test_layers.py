@@ -336,3 +336,57 @@ def test_the_state_rule_leaves_reads_and_the_sessions_state_alone() -> None:
         "if row.state == 'claimed':\n    pass\n"
     )
     assert mark_state_writes(source) == []
+
+
+def unchecked_state_writes(source: str) -> list[str]:
+    """The functions of `source` that set a mark's state in an UPDATE (`.values(state=...)`)
+    without calling `check_transition`, the lifecycle's one table."""
+    found = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        calls = [node for node in ast.walk(function) if isinstance(node, ast.Call)]
+        sets_state = any(
+            isinstance(call.func, ast.Attribute)
+            and call.func.attr == "values"
+            and any(keyword.arg == "state" for keyword in call.keywords)
+            for call in calls
+        )
+        checks = any(
+            (call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", ""))
+            == "check_transition"
+            for call in calls
+        )
+        if sets_state and not checks:
+            found.append(function.name)
+    return found
+
+
+def test_inside_marks_every_state_write_is_checked_against_the_lifecycle() -> None:
+    """In rewake.marks, only the repository writes the marks table, and each of its functions
+    that sets a mark's state checks the change against TRANSITIONS first: no write path
+    skips the table."""
+    writers = {
+        module: found
+        for module, path in MODULES.items()
+        if _in_marks(module)
+        and module != MARK_REPOSITORY
+        and (found := mark_state_writes(path.read_text(encoding="utf-8")))
+    }
+    assert writers == {}
+    repository = MODULES[MARK_REPOSITORY].read_text(encoding="utf-8")
+    assert unchecked_state_writes(repository) == []
+
+
+def test_the_check_rule_sees_a_state_write_that_skips_the_table() -> None:
+    """A function that sets `state=` in an UPDATE without check_transition is named; the same
+    function with the check is not."""
+    unchecked = (
+        "def rearm(db, mark_id, now):\n"
+        "    stmt = update(MarkRow).where(col(MarkRow.id) == mark_id)\n"
+        "    return db.execute(stmt.values(state=MarkState.ARMED, updated_at=now))\n"
+    )
+    check = "    check_transition([MarkState.CLAIMED], MarkState.ARMED)\n"
+    checked = unchecked.replace("    stmt =", check + "    stmt =")
+    assert unchecked_state_writes(unchecked) == ["rearm"]
+    assert unchecked_state_writes(checked) == []
