@@ -1,13 +1,13 @@
 """The mark lifecycle of docs/design.md#states, one verb per change, and the one way in: the
 sweeper, the reports and the API change a mark's state only by calling these.
 
-    arm ──> armed ──claim_due──> claimed ──start / start_sending──> sending ──settle──> outcome
-              │                     │ release, reap_lost_leases ──> armed        (done | failed
-              │                     │                                 | uncertain | superseded
-              ├──────────┴── clear_for(reason) ──> cleared                       | logged)
-              └── expire_late, expire_host_unseen ──> expired
-    sending | uncertain ──settle_by_attempt (a later attempt was seen)──> done | failed
-    uncertain ──resolve_uncertain (the host's lookup, the resolve route)──> done | failed
+    arm ─> armed ─claim_due─> claimed ─start (start_sending)─> sending ─settle─> done | failed
+             │                  │                                     │       | uncertain | logged
+             │                  ├─release, reap_lost_leases─> armed   │       | superseded
+             ├──────────────────┴─clear_for(reason)─> cleared         └─reap_lost_leases─> uncertain
+             └─expire_late, expire_host_unseen─> expired
+    sending | uncertain ─settle_by_attempt (a later attempt was seen)─> done | failed
+    uncertain ─resolve_uncertain (the host's lookup, the resolve route)─> done | failed
 
 Each verb runs in the caller's transaction and never commits (the sweeper commits `start`
 through `Database.durable_writer` before anything leaves the process). Each state change is a
