@@ -243,15 +243,17 @@ def start(
     lease_s: float,
     limit: int | None,
     lock_timeout_ms: int,
+    into: Starts | None = None,
 ) -> Starts:
     """claimed -> sending for the claims that pacing lets start, at most `limit` of them
-    (earliest due first). The caller commits this before any of them is sent.
+    (earliest due first); what became of each claim, in `into` when given. The caller commits
+    this before any of them is sent.
 
     Each mark is re-read under a lock (waiting at most `lock_timeout_ms` for it on
     PostgreSQL): a claim lost to a clear, a delete or the reaper is dropped, and one whose
     due_at was moved later (an account hold) is released, so a held mark never starts before
     its new due_at."""
-    starts = Starts()
+    starts = Starts() if into is None else into
     mark_repo.limit_lock_waits(db, lock_timeout_ms)
     mark_repo.lock_accounts(db, [c.account_key for c in claims if c.account_key is not None])
     current = mark_repo.lock_marks(db, [c.mark_id for c in claims])

@@ -163,20 +163,14 @@ def claim_or_expire(
     return Claimed([Claim.of(row) for row in rows], expired)
 
 
-@dataclass(slots=True)
-class Started:
-    """The outcome of one start: deliveries to send now, claims that wait for pacing (with
-    the instant to look again, None: when a send of the account finishes), claims that stay
-    claimed until a worker is free (`queued`: past the start's limit), and claims that are no
-    longer this sweeper's (cleared, deleted, reaped, or released because their due_at moved
-    later)."""
+@dataclass(slots=True, kw_only=True)
+class Started(lifecycle.Starts):
+    """The outcome of one start at `now`: what became of each claim (rewake.marks.lifecycle's
+    Starts: waiting for pacing, queued past the start's limit, dropped, released), and the
+    deliveries to send now, one for each mark that moved to sending."""
 
     now: datetime
     deliveries: list[Delivery] = field(default_factory=list)
-    waiting: dict[int, datetime | None] = field(default_factory=dict)
-    queued: list[int] = field(default_factory=list)
-    dropped: list[int] = field(default_factory=list)
-    released: list[int] = field(default_factory=list)
 
 
 def start(
@@ -198,14 +192,12 @@ def start(
     dropped, and one whose due_at was moved later (an account hold) goes back to armed, so a
     held mark never starts before its new due_at."""
     with database.durable_writer() as db, db.begin():
-        starts = lifecycle.start(
+        started = Started(now=now)
+        lifecycle.start(
             db, now, claims, rules, lease_s=lease_s, limit=limit,
-            lock_timeout_ms=START_LOCK_TIMEOUT_MS,
+            lock_timeout_ms=START_LOCK_TIMEOUT_MS, into=started,
         )  # fmt: skip
-        deliveries = [delivery_of(row, now, session_id) for row, session_id in starts.sending]
-    started = Started(
-        now, deliveries, starts.waiting, starts.queued, starts.dropped, starts.released
-    )
+        started.deliveries = [delivery_of(row, now, sid) for row, sid in started.sending]
     return started
 
 
