@@ -8,6 +8,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 #: The source folders and the package each installs as (pyproject.toml's package-dir).
 SOURCES = {"app": "rewake", "parsers": "rewake.parsers"}
@@ -29,7 +31,7 @@ LAYERS: list[set[str]] = [
         "rewake.secret_env",
     },
     {"rewake.db"},
-    {"rewake.sessions"},
+    {"rewake.sessions", "rewake.heartbeats"},
     {"rewake.marks"},
     {"rewake.reports"},
     {"rewake.executors", "rewake.security"},
@@ -64,8 +66,13 @@ MODULES = _modules()
 
 def _imported(module: str, path: Path) -> Iterator[str]:
     """The rewake modules `module` imports, anywhere in its body."""
-    is_package = path.name == "__init__.py"
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    source = path.read_text(encoding="utf-8")
+    return _imports_in(module, source, is_package=path.name == "__init__.py")
+
+
+def _imports_in(module: str, source: str, *, is_package: bool) -> Iterator[str]:
+    """The rewake modules `source`, the text of `module`, imports anywhere in its body."""
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -188,3 +195,198 @@ def test_no_import_circles_between_folders() -> None:
         )
     assert _circles(folders) == []
 
+
+#: Every query on marks; only the modules of rewake.marks import it.
+MARK_REPOSITORY = "rewake.marks.repository"
+
+
+def _in_marks(module: str) -> bool:
+    return module == "rewake.marks" or module.startswith("rewake.marks.")
+
+
+def repository_importers(graph: dict[str, set[str]]) -> list[str]:
+    """The modules outside rewake.marks that import the marks repository."""
+    return sorted(
+        m for m, targets in graph.items() if MARK_REPOSITORY in targets and not _in_marks(m)
+    )
+
+
+def test_nothing_outside_marks_imports_its_repository() -> None:
+    """The API, the sweeper, the reports and the runner read and change marks through the
+    public modules of rewake.marks (its lifecycle, its service), never its SQL."""
+    assert repository_importers(GRAPH) == []
+
+
+def test_the_repository_rule_names_a_module_that_imports_it() -> None:
+    """An import of the marks repository from outside rewake.marks, in any spelling, is
+    named; the same import inside rewake.marks is not."""
+    spellings = [
+        "from rewake.marks import repository as mark_repo",
+        "from rewake.marks.repository import live_mark",
+        "import rewake.marks.repository",
+        "def late():\n    from ..marks import repository",
+    ]
+    for source in spellings:
+        found = {
+            "rewake.sweeper.step": set(
+                _imports_in("rewake.sweeper.step", source, is_package=False)
+            ),
+            "rewake.marks.lifecycle": set(
+                _imports_in("rewake.marks.lifecycle", source, is_package=False)
+            ),
+        }
+        assert repository_importers(found) == ["rewake.sweeper.step"], source
+
+
+#: The calls that write rows of a table given as their first argument.
+_WRITES = {"update", "insert", "pg_insert", "sqlite_insert"}
+
+
+def _mentions_mark_row(node: ast.AST) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == "MarkRow" for n in ast.walk(node))
+
+
+def _stored_state_on(node: ast.AST) -> list[ast.Attribute]:
+    """The `<object>.state` targets an assignment stores to (tuple targets too)."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, ast.AugAssign | ast.AnnAssign):
+        targets = [node.target]
+    else:
+        return []
+    return [
+        target
+        for top in targets
+        for target in ast.walk(top)
+        if isinstance(target, ast.Attribute)
+        and target.attr == "state"
+        and isinstance(target.ctx, ast.Store)
+    ]
+
+
+def mark_state_writes(source: str) -> list[str]:
+    """Where `source` changes a mark's state itself rather than through rewake.marks: an UPDATE
+    or INSERT of MarkRow's table, a new MarkRow, or a `.state` stored (by assignment or by
+    `setattr`) on anything but `session`. The session is the one other row whose state is
+    written outside its folder (it follows its runs, rewake.sessions.rules), and its code
+    always names it `session`; any other object's `.state` is taken for a mark's."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        where = f"line {getattr(node, 'lineno', '?')}: {ast.unparse(node)[:80]}"
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+            new_mark = name == "MarkRow"
+            writes_marks = name in _WRITES and (
+                any(_mentions_mark_row(arg) for arg in node.args)
+                or (isinstance(func, ast.Attribute) and _mentions_mark_row(func.value))
+            )
+            sets_state = (
+                name == "setattr"
+                and len(node.args) == 3
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value == "state"
+                and not (isinstance(node.args[0], ast.Name) and node.args[0].id == "session")
+            )
+            if new_mark or writes_marks or sets_state:
+                found.append(where)
+        for target in _stored_state_on(node):
+            if not (isinstance(target.value, ast.Name) and target.value.id == "session"):
+                found.append(where)
+    return found
+
+
+def test_only_marks_changes_a_marks_state() -> None:
+    """The sweeper, the reports, the API and every other module outside rewake.marks change a
+    mark's state only by calling rewake.marks (whose verbs check each change against the
+    lifecycle's one table): none of them writes the marks table or a mark's `.state`."""
+    writes = {
+        module: found
+        for module, path in MODULES.items()
+        if not _in_marks(module) and (found := mark_state_writes(path.read_text(encoding="utf-8")))
+    }
+    assert writes == {}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "row.state = MarkState.ARMED",
+        "mark.state, mark.updated_at = 'done', now",
+        "moved.state: str = 'failed'",
+        "setattr(row, 'state', 'cleared')",
+        "db.execute(update(MarkRow).where(col(MarkRow.id) == 1).values(state='armed'))",
+        "db.execute(sa.update(MarkRow.__table__).values(state='armed'))",
+        "db.execute(MarkRow.__table__.update().values(state='armed'))",
+        "db.execute(pg_insert(MarkRow).values(state='armed'))",
+        "db.add(MarkRow(root_id='r', state='armed'))",
+    ],
+)
+def test_the_state_rule_sees_a_mark_state_written_outside_marks(source: str) -> None:
+    """Each way of writing a mark's state by hand is found."""
+    assert len(mark_state_writes(source)) == 1
+
+
+def test_the_state_rule_leaves_reads_and_the_sessions_state_alone() -> None:
+    """Reading marks by state, and the session's own state, are no mark writes."""
+    source = (
+        "rows = db.scalars(select(MarkRow).where(col(MarkRow.state) == 'armed'))\n"
+        "session.state = session_state(False, ['paused'])\n"
+        "setattr(session, 'state', 'paused')\n"
+        "if row.state == 'claimed':\n    pass\n"
+    )
+    assert mark_state_writes(source) == []
+
+
+def unchecked_state_writes(source: str) -> list[str]:
+    """The functions of `source` that set a mark's state in an UPDATE (`.values(state=...)`)
+    without calling `check_transition`, the lifecycle's one table."""
+    found = []
+    for function in ast.walk(ast.parse(source)):
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        calls = [node for node in ast.walk(function) if isinstance(node, ast.Call)]
+        sets_state = any(
+            isinstance(call.func, ast.Attribute)
+            and call.func.attr == "values"
+            and any(keyword.arg == "state" for keyword in call.keywords)
+            for call in calls
+        )
+        checks = any(
+            (call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, "attr", ""))
+            == "check_transition"
+            for call in calls
+        )
+        if sets_state and not checks:
+            found.append(function.name)
+    return found
+
+
+def test_inside_marks_every_state_write_is_checked_against_the_lifecycle() -> None:
+    """In rewake.marks, only the repository writes the marks table, and each of its functions
+    that sets a mark's state checks the change against TRANSITIONS first: no write path
+    skips the table."""
+    writers = {
+        module: found
+        for module, path in MODULES.items()
+        if _in_marks(module)
+        and module != MARK_REPOSITORY
+        and (found := mark_state_writes(path.read_text(encoding="utf-8")))
+    }
+    assert writers == {}
+    repository = MODULES[MARK_REPOSITORY].read_text(encoding="utf-8")
+    assert unchecked_state_writes(repository) == []
+
+
+def test_the_check_rule_sees_a_state_write_that_skips_the_table() -> None:
+    """A function that sets `state=` in an UPDATE without check_transition is named; the same
+    function with the check is not."""
+    unchecked = (
+        "def rearm(db, mark_id, now):\n"
+        "    stmt = update(MarkRow).where(col(MarkRow.id) == mark_id)\n"
+        "    return db.execute(stmt.values(state=MarkState.ARMED, updated_at=now))\n"
+    )
+    check = "    check_transition([MarkState.CLAIMED], MarkState.ARMED)\n"
+    checked = unchecked.replace("    stmt =", check + "    stmt =")
+    assert unchecked_state_writes(unchecked) == ["rearm"]
+    assert unchecked_state_writes(checked) == []

@@ -17,7 +17,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from rewake.db.engine import Database
 from rewake.logs import log_event
-from rewake.marks import repository as mark_repo
+from rewake.marks import lifecycle
+from rewake.marks.states import MarkState
 from rewake.sweeper.metrics import SweeperMetrics, register_process_metrics
 
 #: The access log: one `request` event per HTTP answer (RequestTimer).
@@ -26,10 +27,7 @@ access_logger = logging.getLogger("rewake.access")
 #: The route label of an answer no route gave.
 UNROUTED = "unrouted"
 
-MARK_STATES = (
-    "armed", "claimed", "sending", "done", "failed", "uncertain", "superseded", "cleared",
-    "expired", "logged",
-)  # fmt: skip
+MARK_STATES = tuple(str(state) for state in MarkState)
 
 
 class MarksByState(Collector):
@@ -41,7 +39,7 @@ class MarksByState(Collector):
     def collect(self) -> Iterator[Metric]:
         gauge = GaugeMetricFamily("rewake_marks", "Auto-resume marks by state", labels=["state"])
         with self.database.reader() as db:
-            counts = mark_repo.count_by_state(db)
+            counts = lifecycle.count_by_state(db)
         for state in sorted(set(MARK_STATES) | set(counts)):
             gauge.add_metric([state], counts.get(state, 0))
         yield gauge

@@ -16,7 +16,7 @@ from rewake.api.problems import problem
 from rewake.api.schemas import ParseBody
 from rewake.db import migrations
 from rewake.db.engine import Database
-from rewake.marks import repository as mark_repo
+from rewake.heartbeats import latest_heartbeat
 from rewake.reports.rules import check_observed_at, clean_text
 from rewake.settings import SWEEPER_FRESH_S
 
@@ -58,7 +58,7 @@ def readyz(services: AppServices, _who: Actor) -> JSONResponse:
         # (until one succeeds) and, for a SQLite file, the free space beside it say so.
         checks["storage"] = storage_check(services.database)
         with services.database.reader() as db:
-            seen = mark_repo.latest_heartbeat(db)
+            seen = latest_heartbeat(db)
         fresh = seen is not None and now - seen <= timedelta(seconds=SWEEPER_FRESH_S)
         checks["sweeper"] = {"ok": fresh, "seen_at": seen.isoformat() if seen else None}
     except Exception as error:  # any failure to reach the database means not ready

@@ -12,9 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol
 
+from rewake.marks.states import MarkState
 from rewake.parsers.verdict import format_instant
 
-OutcomeState = Literal["done", "failed", "uncertain", "superseded", "logged"]
+#: Where a send may end (rewake.marks.states.OUTCOME_STATES).
+OutcomeState = Literal[
+    MarkState.DONE, MarkState.FAILED, MarkState.UNCERTAIN, MarkState.SUPERSEDED, MarkState.LOGGED
+]
 
 #: The prompt sent to the agent unless REWAKE_RESUME_PROMPT says otherwise.
 DEFAULT_PROMPT = (

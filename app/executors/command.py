@@ -39,6 +39,7 @@ from datetime import datetime
 from rewake.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note
 from rewake.executors.templates import TemplateError, check_template, fill
 from rewake.exits import Exit
+from rewake.marks.states import MarkState
 from rewake.security.resume_credential import mint
 from rewake.spawn_env import command_environment, without_password
 
@@ -183,7 +184,7 @@ class CommandExecutor:
         try:
             argv = self.argv(delivery)
         except TemplateError as error:
-            return Outcome("failed", "bad_placeholder", f"nothing was started: {error}")
+            return Outcome(MarkState.FAILED, "bad_placeholder", f"nothing was started: {error}")
         try:
             child = subprocess.Popen(  # noqa: S603  (argv list, no shell; values checked above)
                 argv,
@@ -196,7 +197,7 @@ class CommandExecutor:
                 close_fds=True,
             )
         except OSError as error:
-            return Outcome("failed", "spawn_failed", f"nothing was started: {error}")
+            return Outcome(MarkState.FAILED, "spawn_failed", f"nothing was started: {error}")
         said = StderrTail(child)
         try:
             status = child.wait(timeout=self.grace_s)
@@ -206,9 +207,9 @@ class CommandExecutor:
             threading.Thread(
                 target=child.wait, name=f"rewake-child-{child.pid}", daemon=True
             ).start()
-            return Outcome("done", "spawned", f"pid {child.pid} still running")
+            return Outcome(MarkState.DONE, "spawned", f"pid {child.pid} still running")
         if status == 0:
-            return Outcome("done", "exit_0", f"pid {child.pid} exited 0")
+            return Outcome(MarkState.DONE, "exit_0", f"pid {child.pid} exited 0")
         reason = said.last_line()
         if status == Exit.SUPERSEDED:
             moved_on = reason or (
@@ -216,12 +217,12 @@ class CommandExecutor:
                 "person did)"
             )
             return Outcome(
-                "superseded",
+                MarkState.SUPERSEDED,
                 "attempt_moved_on",
                 f"exited {status}: {moved_on}; nothing was resumed",
             )
         detail = f"exited {status}" + (f": {reason}" if reason else " (it said nothing on stderr)")
-        return Outcome("failed", f"exit_{status}", detail)
+        return Outcome(MarkState.FAILED, f"exit_{status}", detail)
 
     def lookup(self, delivery: Delivery, now: datetime) -> Lookup | None:
         return None

@@ -8,6 +8,7 @@ from datetime import datetime
 
 from rewake.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note
 from rewake.logs import log_event
+from rewake.marks.states import MarkState
 
 logger = logging.getLogger("rewake.executor.log")
 
@@ -31,7 +32,7 @@ class LogExecutor:
             logger, "resume_logged", root_id=delivery.root_id, run_id=delivery.run_id,
             attempt=delivery.attempt, attempt_key=delivery.attempt_key,
         )  # fmt: skip
-        return Outcome("logged", "logged", json.dumps(would_send, sort_keys=True))
+        return Outcome(MarkState.LOGGED, "logged", json.dumps(would_send, sort_keys=True))
 
     def lookup(self, delivery: Delivery, now: datetime) -> Lookup | None:
         return None

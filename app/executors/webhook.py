@@ -39,6 +39,7 @@ import httpx
 from rewake.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note, clip
 from rewake.executors.signing import IDEMPOTENCY_HEADER, SecretError, Signer
 from rewake.executors.templates import TemplateError, check_template, fill
+from rewake.marks.states import MarkState
 
 #: 409 codes with a meaning of their own (docs/host-contract.md); any other 409 is `failed`.
 IN_PROGRESS_CODE = "key_in_progress"
@@ -225,19 +226,21 @@ class WebhookExecutor:
         try:
             url, body, headers = self.request_parts(delivery)
         except TemplateError as error:
-            return Outcome("failed", "bad_placeholder", str(error))
+            return Outcome(MarkState.FAILED, "bad_placeholder", str(error))
         try:
             answer = self._exchange("POST", url, headers, body)
         except DeadlinePassed:
-            return Outcome("uncertain", "timeout", f"sent, no answer within {self.timeout_s:g} s")
+            said = f"sent, no answer within {self.timeout_s:g} s"
+            return Outcome(MarkState.UNCERTAIN, "timeout", said)
         except (httpx.ConnectError, httpx.ConnectTimeout) as error:
-            return Outcome("failed", "connection_refused", f"nothing was sent: {error}")
+            return Outcome(MarkState.FAILED, "connection_refused", f"nothing was sent: {error}")
         except httpx.TimeoutException as error:
-            return Outcome("uncertain", "timeout", f"sent, no answer in time: {error}")
+            return Outcome(MarkState.UNCERTAIN, "timeout", f"sent, no answer in time: {error}")
         except httpx.HTTPError as error:
-            return Outcome("uncertain", "transport_error", f"{type(error).__name__}: {error}")
+            said = f"{type(error).__name__}: {error}"
+            return Outcome(MarkState.UNCERTAIN, "transport_error", said)
         except httpx.InvalidURL as error:
-            return Outcome("failed", "bad_url", f"nothing was sent: {error}")
+            return Outcome(MarkState.FAILED, "bad_url", f"nothing was sent: {error}")
         return outcome_of(answer.status, answer.text, complete=answer.complete)
 
     def _exchange(
@@ -309,14 +312,14 @@ def outcome_of(status: int, text: str, *, complete: bool = True) -> Outcome:
     if not complete and not detail.endswith(" [cut]"):
         detail += " [cut]"
     if 200 <= status < 300:
-        return Outcome("done", "done", detail)
+        return Outcome(MarkState.DONE, "done", detail)
     if status == 409:
         code = problem_code(text)
         if code == IN_PROGRESS_CODE:
-            return Outcome("uncertain", IN_PROGRESS_CODE, detail)
+            return Outcome(MarkState.UNCERTAIN, IN_PROGRESS_CODE, detail)
         if code in SUPERSEDED_CODES:
-            return Outcome("superseded", code, detail)
-        return Outcome("failed", code or "http_409", detail)
+            return Outcome(MarkState.SUPERSEDED, code, detail)
+        return Outcome(MarkState.FAILED, code or "http_409", detail)
     if status in UNCERTAIN_STATUSES:
-        return Outcome("uncertain", f"http_{status}", detail)
-    return Outcome("failed", f"http_{status}", detail)
+        return Outcome(MarkState.UNCERTAIN, f"http_{status}", detail)
+    return Outcome(MarkState.FAILED, f"http_{status}", detail)

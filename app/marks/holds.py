@@ -44,7 +44,7 @@ def hold_after_resume(
     `window_s` earlier, move the account's other armed and claimed marks to its new reset.
 
     `session_marks` holds at least the run's marks whose resume was sent for attempts before
-    the failure's (`mark_repo.marks_a_report_concerns` reads them with the marks the report may
+    the failure's (`lifecycle.marks_a_report_concerns` reads them with the marks the report may
     settle): without such a mark nothing was resumed, and nothing more is read."""
     if failure.failure_kind != "provider_quota" or failure.reset_at is None:
         return HoldResult()

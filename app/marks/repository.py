@@ -1,6 +1,6 @@
-"""Every query on marks, for the API and the sweeper alike. Every state change is a
-compare-and-set, checked against the lifecycle (rewake.marks.states): the row count decides
-who won."""
+"""Every query on marks, behind rewake.marks.lifecycle and rewake.marks.service (nothing
+outside rewake.marks imports it). Every state change is a compare-and-set, checked against the
+lifecycle (rewake.marks.states): the row count decides who won."""
 
 from __future__ import annotations
 
@@ -31,7 +31,6 @@ from rewake.db.models import (
     FailureRow,
     MarkRow,
     SessionRow,
-    SweeperHeartbeatRow,
 )
 from rewake.db.rows import insert_kept
 from rewake.marks.pacing import AccountLoad
@@ -62,10 +61,6 @@ _ATTEMPT_RESUMED_BEFORE = select(
             col(MarkRow.clear_reason).not_in(bindparam("rearmable", expanding=True)),
         ),
     )
-)
-_LATEST_HEARTBEAT = select(func.max(col(SweeperHeartbeatRow.seen_at)))
-_EXECUTORS_SEEN_SINCE = select(col(SweeperHeartbeatRow.executor)).where(
-    col(SweeperHeartbeatRow.seen_at) >= bindparam("since")
 )
 
 
@@ -463,7 +458,7 @@ def account_loads(db: Session, accounts: Sequence[str]) -> dict[str, AccountLoad
         return {}
     in_flight_stmt = (
         select(col(MarkRow.account_key), func.count())
-        .where(col(MarkRow.account_key).in_(wanted), col(MarkRow.state) == "sending")
+        .where(col(MarkRow.account_key).in_(wanted), col(MarkRow.state) == MarkState.SENDING)
         .group_by(col(MarkRow.account_key))
     )
     in_flight = {str(account): int(n) for account, n in db.execute(in_flight_stmt).all()}
@@ -514,36 +509,3 @@ def limit_lock_waits(db: Session, milliseconds: int) -> None:
     sweeper backs off and retries rather than keep an API request waiting behind it."""
     if _dialect(db) == "postgresql":
         db.execute(text(f"SET LOCAL lock_timeout = '{int(milliseconds)}ms'"))
-
-
-def record_heartbeat(
-    db: Session,
-    sweeper_id: str,
-    now: datetime,
-    *,
-    host: str | None,
-    pid: int | None,
-    executor: str | None,
-) -> None:
-    """Say that sweeper `sweeper_id`, which runs `executor`, is alive at `now`."""
-    row = db.get(SweeperHeartbeatRow, sweeper_id)
-    if row is None:
-        row = SweeperHeartbeatRow(
-            sweeper_id=sweeper_id, seen_at=now, started_at=now, host=host, pid=pid,
-            executor=executor,
-        )  # fmt: skip
-        db.add(row)
-    else:
-        row.seen_at, row.host, row.pid, row.executor = now, host, pid, executor
-
-
-def executors_seen_since(db: Session, since: datetime) -> list[str | None]:
-    """The executor of every sweeper seen at `since` or later (None for one of an older
-    rewake, which does not say)."""
-    return list(db.scalars(_EXECUTORS_SEEN_SINCE, {"since": since}))
-
-
-def latest_heartbeat(db: Session) -> datetime | None:
-    """When any sweeper was last seen."""
-    latest: datetime | None = db.scalar(_LATEST_HEARTBEAT)
-    return latest

@@ -1,4 +1,5 @@
-"""Auto-resume marks as the API sees them: arm, disable, resolve, clear, and the mark's JSON."""
+"""Auto-resume marks as the API sees them: arm, disable, resolve, and the mark's JSON. Every
+state change is a verb of rewake.marks.lifecycle."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from datetime import timedelta
 from sqlmodel import Session
 
 from rewake.context import JSON, Context, iso
-from rewake.db.models import LIVE_STATES, FailureRow, MarkRow, RunRow, SessionRow
+from rewake.db.models import FailureRow, MarkRow, RunRow, SessionRow
 from rewake.errors import DomainError
+from rewake.heartbeats import executors_seen_since
+from rewake.marks import lifecycle
 from rewake.marks import repository as mark_repo
 from rewake.marks.rules import (
     OfferFacts,
@@ -19,13 +22,10 @@ from rewake.marks.rules import (
     sweeper_warnings,
     sweepers_will,
 )
-from rewake.marks.states import MarkState
+from rewake.marks.states import LIVE_STATES, MarkState
 from rewake.sessions import repository as repo
 from rewake.sessions.tombstones import refuse_if_deleted
 from rewake.settings import SWEEPER_FRESH_S
-
-#: States in which a mark may still change on its own: live, or uncertain.
-OPEN_STATES = (*LIVE_STATES, "uncertain")
 
 #: A mark that ended this way may be armed again for its attempt: nothing was ever sent.
 REARMABLE_CLEAR_REASONS = ("disabled",)
@@ -110,9 +110,7 @@ def set_auto_resume(
     if not enabled:
         if live is None:
             return _view(db, root_id, mark_repo.latest_mark(db, root_id), facts, ctx)
-        cleared = None
-        if live.state != "sending":
-            cleared = clear_live_mark(db, root_id, "disabled", ctx, live=live)
+        cleared = lifecycle.clear_for(db, root_id, "disabled", ctx, live=live)
         if cleared is None:  # being sent, or a sweeper moved it to sending just now
             raise DomainError("recovery_in_progress", "the resume is being sent right now")
         return _view(db, root_id, cleared, facts, ctx)
@@ -133,13 +131,12 @@ def set_auto_resume(
         # armed and claimed marks); it must settle first.
         raise DomainError("recovery_in_progress", "another attempt's resume is being sent")
     resolution_s = failure.resolution_s or 0
-    mark = mark_repo.insert_mark(
+    mark = lifecycle.arm(
         db,
         {
             "root_id": root_id,
             "run_id": failure.run_id,
             "attempt": failure.attempt,
-            "state": "armed",
             "reset_at": failure.reset_at,
             "resolution_s": resolution_s,
             "due_at": due_at_for(failure.reset_at, resolution_s, ctx.resume_delay_s, ctx.now),
@@ -149,108 +146,17 @@ def set_auto_resume(
             "despite_native": despite_native,
             "updated_at": ctx.now,
         },
-    )
-    session.updated_at = ctx.now
-    repo.append_mark_event(
-        db,
-        mark,
-        ctx.now,
-        "mark_armed",
         actor=ctx.actor,
+        now=ctx.now,
         detail={
-            "due_at": iso(mark.due_at),
             "despite_native": despite_native,
             # Only when it counted: the failure said nothing was saved, so the resume starts afresh.
             **({"fresh_start": True} if fresh_if_missing and failure.conversation_saved is False
                else {}),
         },
     )  # fmt: skip
+    session.updated_at = ctx.now
     return _view(db, root_id, mark, facts, ctx)
-
-
-def clear_live_mark(
-    db: Session, root_id: str, reason: str, ctx: Context, live: MarkRow | None = None
-) -> MarkRow | None:
-    """armed | claimed -> cleared(reason); the cleared mark, or None if none could be cleared.
-    `live` is the session's live mark when the caller has it already."""
-    live = live or mark_repo.live_mark(db, root_id)
-    if live is None or live.id is None or live.state == "sending":
-        return None
-    cleared = mark_repo.move_mark(
-        db,
-        live.id,
-        from_states=(MarkState.ARMED, MarkState.CLAIMED),
-        to_state=MarkState.CLEARED,
-        now=ctx.now,
-        clear_reason=reason,
-        lease_until=None,
-    )
-    if cleared is not None:
-        repo.append_mark_event(
-            db,
-            cleared,
-            ctx.now,
-            "mark_cleared",
-            actor=ctx.actor,
-            detail={"reason": reason, "was": live.state},
-        )
-    return cleared
-
-
-def settle_by_later_attempt(
-    db: Session, root_id: str, run_id: str, attempt: int, ctx: Context, *, source: str
-) -> None:
-    """A later attempt of the run was seen: see `settle_marks`."""
-    candidates = mark_repo.marks_of_run_in(db, root_id, run_id, OPEN_STATES, attempt)
-    settle_marks(db, candidates, run_id, attempt, ctx, source=source)
-
-
-def settle_marks(
-    db: Session,
-    marks: list[MarkRow],
-    run_id: str,
-    attempt: int,
-    ctx: Context,
-    *,
-    source: str,
-    failure_kind: str | None = None,
-) -> None:
-    """Attempt `attempt` of the run was seen: of `marks`, those on earlier attempts of the run
-    that were being sent (or are uncertain) landed, so they are done; armed or claimed ones
-    were overtaken by hand (cleared, manual_resume).
-
-    Except when that attempt failed with `conversation_missing`: the resume reached the host
-    but found nothing to continue, so the mark ends failed (never done, and never re-fired)."""
-    missing = failure_kind == "conversation_missing"
-    state, outcome = ("failed", "conversation_missing") if missing else ("done", "done")
-    for mark in marks:
-        if mark.run_id != run_id or mark.attempt >= attempt or mark.state not in OPEN_STATES:
-            continue
-        assert mark.id is not None
-        overtaken = mark.state in ("armed", "claimed")
-        reason = "new_failure" if missing else "manual_resume"
-        if overtaken and clear_live_mark(db, mark.root_id, reason, ctx, live=mark):
-            continue
-        settled = mark_repo.move_mark(
-            db,
-            mark.id,
-            from_states=(MarkState.SENDING, MarkState.UNCERTAIN),
-            to_state=state,
-            now=ctx.now,
-            outcome=outcome,
-            outcome_detail=(
-                f"attempt {attempt} of run {run_id} found no conversation to continue"
-                if missing
-                else f"attempt {attempt} of run {run_id} was {source}"
-            ),
-            lease_until=None,
-        )
-        if settled is not None:
-            proof = {"proof": f"attempt {attempt} {source}"}
-            repo.append_mark_event(
-                db, settled, ctx.now, f"mark_{state}", actor=ctx.actor,
-                detail={"outcome": outcome, **proof} if missing else proof,
-            )  # fmt: skip
 
 
 def resolve_mark(
@@ -268,21 +174,12 @@ def resolve_mark(
     session = require_session(db, root_id, ctx, lock=True)
     mark = pick_uncertain(mark_repo.list_marks(db, root_id), run_id=run_id, attempt=attempt)
     assert mark.id is not None
-    to_state = "done" if outcome == "done" else "failed"
-    moved = mark_repo.move_mark(
-        db,
-        mark.id,
-        from_states=(MarkState.UNCERTAIN,),
-        to_state=to_state,
-        now=ctx.now,
-        outcome=outcome,
-        outcome_detail=f"resolved by {ctx.actor}",
-    )
+    moved = lifecycle.resolve_uncertain(
+        db, mark.id, delivered=outcome == "done", why=f"resolved by {ctx.actor}", now=ctx.now,
+        actor=ctx.actor, event="mark_resolved",
+    )  # fmt: skip
     if moved is None:  # a sweeper's lookup at the host settled it meanwhile
         raise DomainError("mark_not_uncertain", "the mark was settled meanwhile")
-    repo.append_mark_event(
-        db, moved, ctx.now, "mark_resolved", actor=ctx.actor, detail={"outcome": outcome}
-    )
     facts, _ = offer_facts(db, session)
     return _view(db, root_id, moved, facts, ctx)
 
@@ -300,7 +197,7 @@ def pick_uncertain(marks: Sequence[MarkRow], *, run_id: str | None, attempt: int
     if not named:
         which = "" if run_id is None and attempt is None else " for " + _which(run_id, attempt)
         raise DomainError("mark_not_found", f"the session has no auto-resume mark{which}")
-    uncertain = [mark for mark in named if mark.state == "uncertain"]
+    uncertain = [mark for mark in named if mark.state == MarkState.UNCERTAIN]
     if len(uncertain) == 1:
         return uncertain[0]
     if not uncertain:
@@ -364,7 +261,7 @@ def sweepers_warnings(db: Session, ctx: Context) -> list[str]:
 def what_sweepers_will_do(db: Session, ctx: Context) -> SweepersWill:
     """What the sweepers seen in the last SWEEPER_FRESH_S will do with a due mark."""
     since = ctx.now - timedelta(seconds=SWEEPER_FRESH_S)
-    return sweepers_will(mark_repo.executors_seen_since(db, since))
+    return sweepers_will(executors_seen_since(db, since))
 
 
 def mark_json(mark: MarkRow) -> JSON:

@@ -50,9 +50,15 @@ TRANSITIONS: Mapping[MarkState, frozenset[MarkState]] = {
 
 #: At most one mark of a session is in one of these (a partial unique index).
 LIVE_STATES: tuple[MarkState, ...] = (MarkState.ARMED, MarkState.CLAIMED, MarkState.SENDING)
+#: States in which a mark may still change on its own: live, or uncertain.
+OPEN_STATES: tuple[MarkState, ...] = (*LIVE_STATES, MarkState.UNCERTAIN)
 #: Where a send may end.
 OUTCOME_STATES: tuple[MarkState, ...] = tuple(
     sorted(TRANSITIONS[MarkState.SENDING], key=list(MarkState).index)
+)
+#: States a mark can still be taken back from (cleared): nothing was sent.
+CLEARABLE_STATES: tuple[MarkState, ...] = tuple(
+    state for state in MarkState if MarkState.CLEARED in TRANSITIONS.get(state, frozenset())
 )
 #: States with no way out.
 FINAL_STATES: frozenset[MarkState] = frozenset(MarkState) - TRANSITIONS.keys()

@@ -8,14 +8,9 @@ from sqlmodel import Session
 from rewake.context import JSON, Context, iso
 from rewake.db.models import AttemptRow, RunRow, SessionRow, TombstoneRow
 from rewake.errors import DomainError
-from rewake.marks import repository as mark_repo
-from rewake.marks.service import (
-    clear_live_mark,
-    mark_json,
-    mark_view,
-    require_session,
-    settle_by_later_attempt,
-)
+from rewake.marks import lifecycle
+from rewake.marks.service import mark_json, mark_view, require_session
+from rewake.marks.states import MarkState
 from rewake.reports.views import run_json, session_view, tombstone_json
 from rewake.sessions import repository as repo
 from rewake.sessions.rules import session_state
@@ -58,7 +53,7 @@ def record_attempt(
             session.current_attempt = attempt
             changed = True
     db.flush()
-    settle_by_later_attempt(db, root_id, run_id, attempt, ctx, source=status)
+    lifecycle.settle_by_later_attempt(db, root_id, run_id, attempt, ctx, source=status)
     if changed:
         _touch(db, session, ctx)
         repo.append_timeline(
@@ -93,9 +88,9 @@ def manual_resume(db: Session, root_id: str, run_id: str, ctx: Context) -> JSON:
     run = repo.get_run(db, root_id, run_id)
     if run is None:
         raise DomainError("run_not_found", f"session {root_id!r} has no run {run_id!r}")
-    live = mark_repo.live_mark(db, root_id)
+    live = lifecycle.live_mark(db, root_id)
     if live is not None and live.run_id == run_id:
-        clear_live_mark(db, root_id, "manual_resume", ctx)
+        lifecycle.clear_for(db, root_id, "manual_resume", ctx)
     if run.status == "paused":
         run.status, run.updated_at = "running", ctx.now
     _touch(db, session, ctx)
@@ -115,7 +110,7 @@ def cancel_session(db: Session, root_id: str, ctx: Context) -> JSON:
     if session is None:
         refuse_if_deleted(db, root_id, ctx)
         session, _ = repo.ensure_session(db, root_id, ctx.now)
-    clear_live_mark(db, root_id, "cancel", ctx)
+    lifecycle.clear_for(db, root_id, "cancel", ctx)
     if session.cancelled_at is None:
         session.cancelled_at, session.cancelled_by = ctx.now, ctx.actor
         _touch(db, session, ctx)
@@ -127,17 +122,17 @@ def cancel_session(db: Session, root_id: str, ctx: Context) -> JSON:
 def delete_session(db: Session, root_id: str, ctx: Context) -> JSON:
     """Remove a finished or cancelled session, leaving a tombstone; never while sending."""
     session = require_session(db, root_id, ctx, lock=True)
-    live = mark_repo.live_mark(db, root_id)
-    if live is not None and live.state == "sending":
+    live = lifecycle.live_mark(db, root_id)
+    if live is not None and live.state == MarkState.SENDING:
         raise DomainError("recovery_in_progress", "a resume for this session is being sent")
     if session.state not in ("finished", "cancelled"):
         raise DomainError(
             "session_active", f"session {root_id!r} is {session.state}; cancel it first"
         )
-    if live is not None and clear_live_mark(db, root_id, "delete", ctx) is None:
+    if live is not None and lifecycle.clear_for(db, root_id, "delete", ctx) is None:
         # A sweeper moved the mark to sending after it was read: the resume is on its way.
         raise DomainError("recovery_in_progress", "a resume for this session is being sent")
-    marks = [mark_json(mark) for mark in mark_repo.list_marks(db, root_id)]
+    marks = [mark_json(mark) for mark in lifecycle.list_marks(db, root_id)]
     summary: JSON = {
         "state": session.state,
         "created_at": iso(session.created_at),

@@ -15,10 +15,10 @@ from rewake.context import JSON, Context, ParseFn, iso
 from rewake.db.models import FailureRow, MarkRow, RunRow, SessionRow
 from rewake.errors import DomainError
 from rewake.logs import log_event
-from rewake.marks import repository as mark_repo
+from rewake.marks import lifecycle
 from rewake.marks.holds import hold_after_resume
 from rewake.marks.rules import auto_resume_refusal
-from rewake.marks.service import OPEN_STATES, clear_live_mark, facts_for, settle_marks
+from rewake.marks.service import facts_for
 from rewake.parsers.verdict import Verdict
 from rewake.reports.banners import banner_for
 from rewake.reports.fields import FieldWarning, events_warnings
@@ -146,11 +146,10 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
         repo.note_host_seen(session, ctx.now)
         return earlier, False
     runs, marks = ({}, []) if created else _runs_and_marks(db, report)
-    open_marks = [mark for mark in marks if mark.state in OPEN_STATES]
     point = FailurePoint(report.run_id, report.attempt, report.observed_at)
-    _clear_overtaken_mark(db, open_marks, point, ctx)
-    settle_marks(
-        db, open_marks, report.run_id, report.attempt, ctx, source="reported failed",
+    _clear_overtaken_mark(db, marks, point, ctx)
+    lifecycle.settle_by_attempt(
+        db, marks, report.run_id, report.attempt, ctx, source="reported failed",
         failure_kind=read.failure_kind,
     )  # fmt: skip
     becomes_current = created or _becomes_current(db, session, point)
@@ -172,9 +171,7 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
 def _runs_and_marks(db: Session, report: FailureReport) -> tuple[dict[str, RunRow], list[MarkRow]]:
     """The session's runs by id, and every mark the report may settle or be held by."""
     runs = {run.run_id: run for run in repo.list_runs(db, report.root_id)}
-    marks = mark_repo.marks_a_report_concerns(
-        db, report.root_id, report.run_id, report.attempt, OPEN_STATES
-    )
+    marks = lifecycle.marks_a_report_concerns(db, report.root_id, report.run_id, report.attempt)
     return runs, marks
 
 
@@ -358,14 +355,14 @@ def _newer_than_stored(
 
 
 def _clear_overtaken_mark(
-    db: Session, open_marks: list[MarkRow], point: FailurePoint, ctx: Context
+    db: Session, marks: list[MarkRow], point: FailurePoint, ctx: Context
 ) -> None:
     """An armed or claimed mark is cleared (new_failure) by a report newer than its failure."""
-    live = next((mark for mark in open_marks if mark.state in ("armed", "claimed")), None)
+    live = lifecycle.clearable(marks)
     if live is None:
         return
     if _newer_than_stored(db, point, live.root_id, live.run_id, live.attempt):
-        clear_live_mark(db, live.root_id, "new_failure", ctx, live=live)
+        lifecycle.clear_for(db, live.root_id, "new_failure", ctx, live=live)
 
 
 def _move_run_and_attempt(

@@ -24,6 +24,7 @@ from rewake.db.engine import Database
 from rewake.db.models import MarkRow
 from rewake.executors.base import Delivery, Executor, Outcome
 from rewake.logs import log_event
+from rewake.marks.states import MarkState
 from rewake.sweeper import step
 from rewake.sweeper.announce import Announcer
 from rewake.sweeper.config import SweeperConfig
@@ -212,7 +213,7 @@ class Dispatcher:
             outcome = self.executor.deliver(delivery)
         except Exception as error:  # whether anything left the process is unknown
             log_event(logger, "executor_crashed", logging.ERROR, error=repr(error))
-            outcome = Outcome("uncertain", "executor_error", repr(error))
+            outcome = Outcome(MarkState.UNCERTAIN, "executor_error", repr(error))
         self._outcomes.put((delivery, outcome))
 
     def _record_outcomes(self) -> None:

@@ -14,43 +14,19 @@ from datetime import datetime, timedelta
 
 from sqlmodel import Session
 
-from rewake.context import iso
 from rewake.db.engine import Database
 from rewake.db.models import MarkRow
 from rewake.executors.base import Delivery, Executor, Lookup, Outcome
-from rewake.marks import repository as mark_repo
-from rewake.marks.pacing import PacingRules, accounts_of, plan_starts
-from rewake.marks.states import MarkState
-from rewake.marks.sweep import (
-    SendResult,
-    claim_due_marks,
-    mark_sending,
-    reap_expired_leases,
-    record_outcomes,
-)
-from rewake.sessions import repository as repo
+from rewake.heartbeats import record_heartbeat
+from rewake.marks import lifecycle
+from rewake.marks.lifecycle import Claim as Claim  # the sweeper's claims, by this name too
+from rewake.marks.lifecycle import SendResult
+from rewake.marks.pacing import PacingRules
 from rewake.sessions.tombstones import purge_expired
 
 #: How long a start may wait for a lock on PostgreSQL before backing off (below the server's
 #: deadlock_timeout of 1 s, so that in any lock cycle with an API request the sweeper yields).
 START_LOCK_TIMEOUT_MS = 500
-
-
-@dataclass(frozen=True, slots=True)
-class Claim:
-    """A claim this sweeper holds: the mark, the key that fences it, and when it is due."""
-
-    mark_id: int
-    attempt_key: str
-    account_key: str | None
-    due_at: datetime
-    lease_until: datetime
-
-    @classmethod
-    def of(cls, row: MarkRow) -> Claim:
-        assert row.id is not None and row.attempt_key is not None
-        assert row.lease_until is not None
-        return cls(row.id, row.attempt_key, row.account_key, row.due_at, row.lease_until)
 
 
 def delivery_of(row: MarkRow, sent_at: datetime, cli_session_id: str | None) -> Delivery:
@@ -72,22 +48,13 @@ def delivery_of(row: MarkRow, sent_at: datetime, cli_session_id: str | None) -> 
     )
 
 
-def _timeline(
-    db: Session, row: MarkRow, now: datetime, event: str, actor: str, **detail: object
-) -> None:
-    repo.append_timeline(
-        db, row.root_id, now, event, actor=actor, run_id=row.run_id, attempt=row.attempt,
-        mark_id=row.id, detail=dict(detail),
-    )  # fmt: skip
-
-
 def database_clock(database: Database, fallback: datetime) -> datetime:
     """The instant to act on: the database's clock on PostgreSQL, `fallback` on SQLite (where
     every sweeper shares this machine's clock)."""
     if database.dialect != "postgresql":
         return fallback
     with database.reader() as db:
-        return mark_repo.database_now(db, fallback)
+        return lifecycle.database_now(db, fallback)
 
 
 def heartbeat(
@@ -102,7 +69,7 @@ def heartbeat(
     """Say that this sweeper is alive and what it does with a due mark (/readyz and the marks'
     warnings read it)."""
     with database.writer() as db, db.begin():
-        mark_repo.record_heartbeat(db, sweeper_id, now, host=host, pid=pid, executor=executor)
+        record_heartbeat(db, sweeper_id, now, host=host, pid=pid, executor=executor)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,10 +95,8 @@ def housekeeping(
     `host_unseen_s` is set, armed marks whose host was last seen longer ago than that; and
     purge the tombstones past their retention (their root_ids may start new sessions)."""
     with database.writer() as db, db.begin():
-        reaped = reap_expired_leases(db, now)
-        expired = mark_repo.expire_armed_before(db, now - timedelta(seconds=expire_after_s), now)
-        for row in expired:
-            _timeline(db, row, now, "mark_expired", "sweeper", due_at=iso(row.due_at))
+        reaped = lifecycle.reap_lost_leases(db, now)
+        expired = lifecycle.expire_late(db, now - timedelta(seconds=expire_after_s), now)
         expired += _expire_host_unseen(db, now, host_unseen_s)
         purged = purge_expired(db, now, tombstone_retention_days)
     return Housekeeping(reaped.rearmed, reaped.uncertain, expired, purged)
@@ -145,13 +110,7 @@ def _expire_host_unseen(
     if host_unseen_s is None:
         return []
     seen_before = now - timedelta(seconds=host_unseen_s)
-    expired = mark_repo.expire_host_unseen(db, seen_before, now, due_by=now if due_only else None)
-    for row in expired:
-        _timeline(
-            db, row, now, "mark_expired", "sweeper", due_at=iso(row.due_at),
-            reason=mark_repo.HOST_UNSEEN, host_seen_before=iso(seen_before),
-        )  # fmt: skip
-    return expired
+    return lifecycle.expire_host_unseen(db, seen_before, now, due_by=now if due_only else None)
 
 
 def claim(
@@ -198,26 +157,20 @@ def claim_or_expire(
         return Claimed([], [])
     with database.writer() as db, db.begin():
         expired = _expire_host_unseen(db, now, host_unseen_s, due_only=True)
-        rows = claim_due_marks(
+        rows = lifecycle.claim_due(
             db, now, limit, sweeper_id, lease_s, exclude_accounts, only_ids=only_ids
         )
     return Claimed([Claim.of(row) for row in rows], expired)
 
 
-@dataclass(slots=True)
-class Started:
-    """The outcome of one start: deliveries to send now, claims that wait for pacing (with
-    the instant to look again, None: when a send of the account finishes), claims that stay
-    claimed until a worker is free (`queued`: past the start's limit), and claims that are no
-    longer this sweeper's (cleared, deleted, reaped, or released because their due_at moved
-    later)."""
+@dataclass(slots=True, kw_only=True)
+class Started(lifecycle.Starts):
+    """The outcome of one start at `now`: what became of each claim (rewake.marks.lifecycle's
+    Starts: waiting for pacing, queued past the start's limit, dropped, released), and the
+    deliveries to send now, one for each mark that moved to sending."""
 
     now: datetime
     deliveries: list[Delivery] = field(default_factory=list)
-    waiting: dict[int, datetime | None] = field(default_factory=dict)
-    queued: list[int] = field(default_factory=list)
-    dropped: list[int] = field(default_factory=list)
-    released: list[int] = field(default_factory=list)
 
 
 def start(
@@ -239,44 +192,12 @@ def start(
     dropped, and one whose due_at was moved later (an account hold) goes back to armed, so a
     held mark never starts before its new due_at."""
     with database.durable_writer() as db, db.begin():
-        started = Started(now)
-        mark_repo.limit_lock_waits(db, START_LOCK_TIMEOUT_MS)
-        mark_repo.lock_accounts(db, [c.account_key for c in claims if c.account_key is not None])
-        current = mark_repo.lock_marks(db, [c.mark_id for c in claims])
-        rows: dict[int, MarkRow] = {}
-        for claim_ in claims:
-            row = current.get(claim_.mark_id)
-            if row is None or row.state != "claimed" or row.attempt_key != claim_.attempt_key:
-                started.dropped.append(claim_.mark_id)
-            elif row.due_at > now:
-                mark_repo.release_claim(db, claim_.mark_id, claim_.attempt_key, now)
-                _timeline(db, row, now, "mark_released", "sweeper", due_at=iso(row.due_at))
-                started.released.append(claim_.mark_id)
-            else:
-                rows[claim_.mark_id] = row
-        candidates = [
-            (mark_id, row.account_key)
-            for mark_id, row in sorted(rows.items(), key=lambda item: (item[1].due_at, item[0]))
-        ]
-        loads = mark_repo.account_loads(db, accounts_of(candidates))
-        plan = plan_starts(candidates, loads, rules, now, limit=limit)
-        started.waiting.update(plan.wait)
-        started.queued.extend(plan.later)
-        sessions = mark_repo.cli_session_ids(db, [rows[mark_id] for mark_id in plan.start])
-        mark_repo.record_starts(
-            db,
-            [acct for acct in (rows[m].account_key for m in plan.start) if acct is not None],
-            now,
-        )
-        held = [(mark_id, rows[mark_id].attempt_key or "") for mark_id in plan.start]
-        moved = {row.id: row for row in mark_sending(db, held, now, lease_s)}
-        for mark_id in plan.start:
-            row = moved.get(mark_id)
-            if row is None:  # pragma: no cover - the row is locked by this transaction
-                started.dropped.append(mark_id)
-                continue
-            session_id = sessions.get((row.root_id, row.run_id, row.attempt))
-            started.deliveries.append(delivery_of(row, now, session_id))
+        started = Started(now=now)
+        lifecycle.start(
+            db, now, claims, rules, lease_s=lease_s, limit=limit,
+            lock_timeout_ms=START_LOCK_TIMEOUT_MS, into=started,
+        )  # fmt: skip
+        started.deliveries = [delivery_of(row, now, sid) for row, sid in started.sending]
     return started
 
 
@@ -289,7 +210,7 @@ def renew(
     with database.writer() as db, db.begin():
         lease_until = now + timedelta(seconds=lease_s)
         for claim_ in claims:
-            if mark_repo.renew_claim(db, claim_.mark_id, claim_.attempt_key, lease_until, now):
+            if lifecycle.renew(db, claim_, lease_until, now):
                 renewed.append(
                     Claim(claim_.mark_id, claim_.attempt_key, claim_.account_key,
                           claim_.due_at, lease_until)
@@ -304,9 +225,10 @@ def release(database: Database, now: datetime, claims: Sequence[Claim]) -> int:
     released = 0
     with database.writer() as db, db.begin():
         for claim_ in claims:
-            row = mark_repo.release_claim(db, claim_.mark_id, claim_.attempt_key, now)
+            row = lifecycle.release(
+                db, claim_.mark_id, claim_.attempt_key, now, reason="sweeper stopping"
+            )
             if row is not None:
-                _timeline(db, row, now, "mark_released", "sweeper", reason="sweeper stopping")
                 released += 1
     return released
 
@@ -319,14 +241,14 @@ def finish(
     (a later attempt's report, the reaper)."""
     sends = [SendResult(d.mark_id, d.attempt_key, o.state, o.code, o.detail) for d, o in results]
     with database.writer() as db, db.begin():
-        moved = {row.id: row for row in record_outcomes(db, sends, now)}
+        moved = {row.id: row for row in lifecycle.settle(db, sends, now)}
     return [moved.get(delivery.mark_id) for delivery, _ in results]
 
 
 def earliest_due(database: Database, exclude_accounts: Sequence[str] = ()) -> datetime | None:
     """When the next armed mark falls due (leaving out accounts this sweeper cannot take)."""
     with database.reader() as db:
-        return mark_repo.earliest_armed_due(db, exclude_accounts)
+        return lifecycle.earliest_due(db, exclude_accounts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -362,9 +284,9 @@ def reconcile_uncertain(
     (a round may take a while: each lookup may take the executor's whole deadline), else
     all happen at `now`. The round stops early once `keep_going()` is false."""
     with database.reader() as db:
-        candidates = mark_repo.uncertain_marks(db, limit, after_id=after_id)
+        candidates = lifecycle.uncertain_marks(db, limit, after_id=after_id)
         if len(candidates) < limit and after_id > 0:
-            wrapped = mark_repo.uncertain_marks(db, limit - len(candidates))
+            wrapped = lifecycle.uncertain_marks(db, limit - len(candidates))
             candidates += [row for row in wrapped if row.id is not None and row.id <= after_id]
     settled: list[Reconciled] = []
     asked = 0
@@ -390,14 +312,12 @@ def _settle_uncertain(
     database: Database, now: datetime, row: MarkRow, found: Lookup
 ) -> Reconciled | None:
     assert row.id is not None
-    state, outcome = ("done", "done") if found.received else ("failed", "not_sent")
     said = found.detail or ("seen" if found.received else "never seen")
     with database.writer() as db, db.begin():
-        moved = mark_repo.move_mark(
-            db, row.id, from_states=(MarkState.UNCERTAIN,), to_state=state, now=now,
-            attempt_key=row.attempt_key, outcome=outcome, outcome_detail=f"host lookup: {said}",
+        moved = lifecycle.resolve_uncertain(
+            db, row.id, delivered=found.received, why=f"host lookup: {said}", now=now,
+            actor="sweeper", event="mark_reconciled", attempt_key=row.attempt_key,
         )  # fmt: skip
         if moved is None:
             return None
-        _timeline(db, moved, now, "mark_reconciled", "sweeper", outcome=outcome)
-    return Reconciled(row.id, state)
+        return Reconciled(row.id, moved.state)

@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from rewake.marks import sweep as sweeper
+from rewake.marks import lifecycle as sweeper
 from tests.support.api import T0, Api, serve_api
 from tests.support.db import migrate
 from tests.support.reports import OBSERVED
@@ -85,16 +85,16 @@ def send_and_lose(api: Api, mark_id: int, outcome: str | None) -> None:
     for None, die so that the reaper finds the lease run out: uncertain."""
     now = api.clock.now
     with api.database.writer() as db, db.begin():
-        (claimed,) = sweeper.claim_due_marks(db, now, 1, "sweeper-1", 60, only_ids=[mark_id])
+        (claimed,) = sweeper.claim_due(db, now, 1, "sweeper-1", 60, only_ids=[mark_id])
     assert claimed.attempt_key is not None
     with api.database.durable_writer() as db, db.begin():
-        assert sweeper.mark_sending(db, [(mark_id, claimed.attempt_key)], now, 60) != []
+        assert sweeper.start_sending(db, [(mark_id, claimed.attempt_key)], now, 60) != []
     with api.database.writer() as db, db.begin():
         if outcome is None:
-            sweeper.reap_expired_leases(db, now + timedelta(seconds=61))
+            sweeper.reap_lost_leases(db, now + timedelta(seconds=61))
         else:
             sent = [sweeper.SendResult(mark_id, claimed.attempt_key, outcome)]
-            sweeper.record_outcomes(db, sent, now)
+            sweeper.settle(db, sent, now)
 
 
 def seed(api: Api) -> None:

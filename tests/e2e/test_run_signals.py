@@ -83,8 +83,8 @@ def test_a_missing_conversation_keeps_the_recorded_id(run_env: RunEnv) -> None:
 def test_a_sweeper_on_the_log_executor_is_named_before_waiting(tmp_path: Path) -> None:
     """With a sweeper alive whose heartbeat says it runs the log executor, rewake run warns
     before it waits that such a sweeper would only log the resume, and says how to fix it."""
+    from rewake import heartbeats
     from rewake.db.engine import Database
-    from rewake.marks import repository as mark_repo
     from tests.support.run import make_run_env
     from tests.support.sweeper import start_sweeper, stop_all
 
@@ -96,7 +96,7 @@ def test_a_sweeper_on_the_log_executor_is_named_before_waiting(tmp_path: Path) -
 
         def heartbeat_seen() -> bool:
             with database.reader() as db:
-                return mark_repo.latest_heartbeat(db) is not None
+                return heartbeats.latest_heartbeat(db) is not None
 
         assert wait_until(heartbeat_seen, 30), (tmp_path / "sweeper.log").read_text()
         env.scenario({"do": "limit", "resets_at": epoch_in(1)}, {"do": "success"})

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rewake import heartbeats
 from rewake.db.engine import Database
 from rewake.db.models import SweeperHeartbeatRow
-from rewake.marks import repository as mark_repo
 from rewake.runner.local.store import StoreError
 from tests.support.db import migrate
 from tests.support.run import RunEnv, attempts_of, epoch_in, make_run_env
@@ -29,7 +29,7 @@ def sweeper_running(run_env: RunEnv, tmp_path: Path) -> Iterator[None]:
 
         def heartbeat_seen() -> bool:
             with database.reader() as db:
-                return mark_repo.latest_heartbeat(db) is not None
+                return heartbeats.latest_heartbeat(db) is not None
 
         assert wait_until(heartbeat_seen, 30), (tmp_path / "sweeper.log").read_text()
         yield

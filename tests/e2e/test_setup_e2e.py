@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from rewake import heartbeats
 from rewake.db.engine import Database
 from rewake.exits import Exit
-from rewake.marks import repository as mark_repo
 from rewake.runner.local.store import LocalStore
 from rewake.runner.local.sweeper_service import UNIT_NAME
 from rewake.settings import Settings
@@ -94,7 +94,7 @@ def test_the_written_unit_starts_a_sweeper_that_resumes_once(tmp_path: Path) -> 
 
         def heartbeat_seen() -> bool:
             with database.reader() as db:
-                return mark_repo.latest_heartbeat(db) is not None
+                return heartbeats.latest_heartbeat(db) is not None
 
         assert wait_until(heartbeat_seen, 30), log.read_text()
         done = rewake("auto-resume", "su1", "on")

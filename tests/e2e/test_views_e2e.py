@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from rewake import heartbeats
 from rewake.db.engine import Database
-from rewake.marks import repository as mark_repo
 from tests.support.db import migrate
 from tests.support.sweeper import REPO, arm, rewake_env
 
@@ -71,7 +71,7 @@ def test_an_unknown_name_is_exit_4_with_the_store_code(env: dict[str, str]) -> N
 def test_an_invalid_name_is_bad_usage_exit_2_with_the_reason(
     env: dict[str, str], command: tuple[str, ...]
 ) -> None:
-    """A NAME that cannot be a root id is bad usage (exit 2, as docs/run.md says), not "no such
+    """A NAME that cannot be a root id is bad usage (exit 2, as the README says), not "no such
     session": one line naming the allowed characters."""
     args = [*command, "bad name!"] + (["on"] if command == ("auto-resume",) else [])
     answer = rewake(env, *args)
@@ -333,7 +333,7 @@ def _sweeper_seen(url: str, executor: str) -> None:
     database = Database(url)
     try:
         with database.writer() as db, db.begin():
-            mark_repo.record_heartbeat(
+            heartbeats.record_heartbeat(
                 db, f"seen-{executor}", datetime.now(UTC), host="here", pid=1, executor=executor
             )
     finally:

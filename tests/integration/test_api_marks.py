@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 import httpx
 import pytest
 
-from rewake.marks import sweep as sweeper
+from rewake.marks import lifecycle as sweeper
 from tests.support.api import Api
 from tests.support.reports import (
     GEMINI_QUOTA,
@@ -35,16 +35,16 @@ def drive(api: Api, root_id: str, to: str, at: datetime | None = None) -> str:
     """Move the session's armed mark as the sweeper would: claimed, sending, or an outcome."""
     now = at or api.clock.now + timedelta(hours=6)
     with api.database.writer() as db, db.begin():
-        claimed = sweeper.claim_due_marks(db, now, 10_000, "test-sweeper", 60)
+        claimed = sweeper.claim_due(db, now, 10_000, "test-sweeper", 60)
     mine = next(mark for mark in claimed if mark.root_id == root_id)
     assert mine.id is not None and mine.attempt_key is not None
     if to != "claimed":
         with api.database.durable_writer() as db, db.begin():
-            assert sweeper.mark_sending(db, [(mine.id, mine.attempt_key)], now, 60) != []
+            assert sweeper.start_sending(db, [(mine.id, mine.attempt_key)], now, 60) != []
     if to not in ("claimed", "sending"):
         with api.database.writer() as db, db.begin():
             sends = [sweeper.SendResult(mine.id, mine.attempt_key, to)]
-            assert sweeper.record_outcomes(db, sends, now) != []
+            assert sweeper.settle(db, sends, now) != []
     return mine.attempt_key
 
 
@@ -85,7 +85,7 @@ def test_arming_after_the_reset_passed_is_due_at_once(
     mark = arm(http, root_id).json()
     assert mark["due_at"] == "2026-11-30T13:06:00Z"
     with api.database.writer() as db, db.begin():
-        claimed = sweeper.claim_due_marks(db, api.clock.now, 10_000, "test-sweeper", 60)
+        claimed = sweeper.claim_due(db, api.clock.now, 10_000, "test-sweeper", 60)
     assert root_id in {row.root_id for row in claimed}
 
 

@@ -11,8 +11,8 @@ import httpx
 import pytest
 from sqlalchemy import delete
 
+from rewake import heartbeats
 from rewake.db.models import SweeperHeartbeatRow
-from rewake.marks import repository as mark_repo
 from rewake.parsers import parse
 from tests.integration.test_api_marks import arm, mark_url
 from tests.support.api import Api, serve_api
@@ -21,7 +21,7 @@ from tests.support.reports import NOT_STATED, OBSERVED, QUOTA, failure, runs_url
 
 def heartbeat(api: Api, at: datetime, executor: str | None = "log", name: str = "sweeper") -> None:
     with api.database.writer() as db, db.begin():
-        mark_repo.record_heartbeat(db, name, at, host="test", pid=1, executor=executor)
+        heartbeats.record_heartbeat(db, name, at, host="test", pid=1, executor=executor)
 
 
 def forget_sweepers(api: Api) -> None:

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from schemathesis import checks
 from schemathesis.core import NOT_SET
 
+from rewake import heartbeats
 from rewake.main import create_app
-from rewake.marks import repository as mark_repo
 from rewake.settings import Settings
 from tests.support.api import ALICE, T0, TOKENS, Api, serve_api
 from tests.support.db import migrate
@@ -194,7 +194,7 @@ def test_the_ready_answer_is_declared(tmp_path: Path) -> None:
     migrate(url)
     with serve_api(url) as api:
         with api.database.writer() as db, db.begin():
-            mark_repo.record_heartbeat(
+            heartbeats.record_heartbeat(
                 db, "walk-sweeper", api.clock.now, host="test", pid=1, executor="command"
             )
         case = schema["/readyz"]["GET"].Case()

@@ -12,8 +12,8 @@ from sqlalchemy.dialects import sqlite
 from rewake.db.columns import UTCDateTime
 from rewake.db.engine import Database
 from rewake.db.models import MarkRow, SessionRow
+from rewake.marks import lifecycle as sweeper
 from rewake.marks import repository as mark_repo
-from rewake.marks import sweep as sweeper
 
 EST = timezone(timedelta(hours=-5))
 
@@ -43,7 +43,7 @@ def test_a_non_utc_time_falls_due_at_its_instant(db_url: str) -> None:
         (datetime(2026, 11, 30, 14, 0, 0, tzinfo=UTC), True),
     ]:
         with database.writer() as db, db.begin():
-            claimed = sweeper.claim_due_marks(db, now, 10_000, "utc-test", 30)
+            claimed = sweeper.claim_due(db, now, 10_000, "utc-test", 30)
         assert (root_id in {mark.root_id for mark in claimed}) is expected
     with database.reader() as db:
         mark = mark_repo.latest_mark(db, root_id)

@@ -8,6 +8,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from rewake import heartbeats
 from rewake.context import Context
 from rewake.db.engine import Database
 from rewake.errors import DomainError
@@ -42,7 +43,7 @@ def _warm(database: Database) -> None:
     """Compile the parser's patterns and open a connection before the race starts."""
     parse(QUOTA, observed_at=OBSERVED, zone="Europe/Berlin")
     with database.reader() as db:
-        mark_repo.latest_heartbeat(db)
+        heartbeats.latest_heartbeat(db)
 
 
 def _pause() -> None:

@@ -12,8 +12,8 @@ from rewake.db.engine import Database
 from rewake.executors.base import Outcome
 from rewake.executors.webhook import WebhookExecutor
 from rewake.marks import repository as mark_repo
+from rewake.marks.lifecycle import start_sending
 from rewake.marks.pacing import PacingRules
-from rewake.marks.sweep import mark_sending
 from rewake.reports.actions import cancel_session
 from rewake.sweeper import step
 from tests.hosts.example_host import ExampleHost
@@ -162,7 +162,7 @@ def test_housekeeping_reaps_and_expires(database: Database, prefix: str) -> None
     step.release(database, now, [c for c in claims if c.mark_id not in mine])
     sending_id = marks[roots[1]].id
     with database.writer() as db, db.begin():
-        assert mark_sending(db, [(sending_id, mine[sending_id].attempt_key or "")], now, 1) != []
+        assert start_sending(db, [(sending_id, mine[sending_id].attempt_key or "")], now, 1) != []
     step.release(database, now, [mine[marks[roots[2]].id]])
     later = now + timedelta(seconds=5)
     done = step.housekeeping(database, later, expire_after_s=3600, tombstone_retention_days=365)
@@ -232,7 +232,7 @@ def test_outcomes_recorded_together_each_fenced_by_its_key(database: Database, p
     started = step.start(database, now, claim_mine(database, now, roots), NO_PACING, lease_s=LEASE)
     first, second, third = sorted(started.deliveries, key=lambda d: d.root_id)
     with database.writer() as db, db.begin():
-        assert mark_sending(db, [(first.mark_id, second.attempt_key)], now, LEASE) == []
+        assert start_sending(db, [(first.mark_id, second.attempt_key)], now, LEASE) == []
     step.housekeeping(
         database,
         now + timedelta(seconds=LEASE + 1),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from rewake.marks import sweep as sweeper
+from rewake.marks import lifecycle as sweeper
 from rewake.security.browser import COOKIE
 from tests.support.api import ALICE, Api
 from tests.support.reports import GEMINI_QUOTA, LOGIN, NOT_STATED, PASSED, QUOTA, failure, runs_url
@@ -103,14 +103,14 @@ def send(api: Api, http: httpx.Client, root_id: str, *outcome: str) -> None:
     answer = http.put(f"/api/agent/runs/{root_id}/auto-resume", json={"enabled": True})
     mark_id = answer.json()["id"]
     with api.database.writer() as db, db.begin():
-        (claimed,) = sweeper.claim_due_marks(db, api.clock.now, 1, "s1", 60, only_ids=[mark_id])
+        (claimed,) = sweeper.claim_due(db, api.clock.now, 1, "s1", 60, only_ids=[mark_id])
     assert claimed.attempt_key is not None
     key = claimed.attempt_key
     with api.database.durable_writer() as db, db.begin():
-        assert sweeper.mark_sending(db, [(mark_id, key)], api.clock.now, 60) != []
+        assert sweeper.start_sending(db, [(mark_id, key)], api.clock.now, 60) != []
     with api.database.writer() as db, db.begin():
         sent = sweeper.SendResult(mark_id, key, *outcome)
-        assert sweeper.record_outcomes(db, [sent], api.clock.now) != []
+        assert sweeper.settle(db, [sent], api.clock.now) != []
 
 
 def test_a_failed_resume_says_why_in_words(api: Api, http: httpx.Client, root_id: str) -> None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from rewake import heartbeats
 from rewake.db.engine import Database
 from rewake.marks import repository as mark_repo
 from rewake.marks.pacing import PacingRules
@@ -52,7 +53,7 @@ def wait_for_heartbeat(database: Database, timeout_s: float = 60) -> None:
 
     def seen() -> bool:
         with database.reader() as db:
-            return mark_repo.latest_heartbeat(db) is not None
+            return heartbeats.latest_heartbeat(db) is not None
 
     if not wait_until(seen, timeout_s, poll_s=0.1):
         raise RuntimeError("the sweeper process did not start")

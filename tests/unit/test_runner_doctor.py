@@ -172,7 +172,7 @@ def test_doctor_points_at_rewake_setup_until_a_sweeper_is_seen(
     """A local database no sweeper watches: doctor names `rewake setup`; once a sweeper's
     heartbeat is fresh, it does not."""
     from rewake.db.engine import Database
-    from rewake.marks.repository import record_heartbeat
+    from rewake.heartbeats import record_heartbeat
     from tests.support.db import migrate
 
     migrate(env["REWAKE_DATABASE_URL"])
@@ -196,7 +196,7 @@ def test_doctor_warns_that_a_log_executor_sweeper_resumes_nothing(
     resumes: doctor says so and names `rewake setup`, until one with the command executor is
     seen beside it."""
     from rewake.db.engine import Database
-    from rewake.marks.repository import record_heartbeat
+    from rewake.heartbeats import record_heartbeat
     from tests.support.db import migrate
 
     migrate(env["REWAKE_DATABASE_URL"])

@@ -22,8 +22,8 @@ import httpx
 from sqlalchemy import inspect
 
 from rewake.db.engine import Database
+from rewake.heartbeats import executors_seen_since, latest_heartbeat
 from rewake.instants import instant
-from rewake.marks.repository import executors_seen_since, latest_heartbeat
 from rewake.marks.rules import SweepersWill, sweepers_will
 from rewake.runner.local import provider_env
 from rewake.runner.local.hostzone import host_zone
