@@ -33,6 +33,7 @@ LAYERS: list[set[str]] = [
     {"rewake.marks"},
     {"rewake.reports"},
     {"rewake.executors", "rewake.security"},
+    {"rewake.notifications"},
     {"rewake.api", "rewake.sweeper"},
     {"rewake.web"},
     {"rewake.runner"},

@@ -17,11 +17,11 @@ from rewake.db.models import MarkRow, SessionRow, TimelineRow
 from rewake.executors.log import LogExecutor
 from rewake.marks.pacing import PacingRules
 from rewake.marks.service import set_auto_resume
+from rewake.notifications.webhook import Notifier
 from rewake.reports.actions import manual_resume, record_attempt
 from rewake.settings import Settings
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics
-from rewake.sweeper.notify import Notifier
 from rewake.sweeper.runtime import Sweeper
 
 UNSEEN_S = 3600.0

@@ -30,6 +30,7 @@ from rewake.executors.base import DEFAULT_PROMPT
 from rewake.exits import Exit
 from rewake.instants import instant, local_clock
 from rewake.logs import redact_url
+from rewake.notifications.apprise_notices import Announcer, Notice
 from rewake.printable import printable
 from rewake.reports.banners import describe_wait
 from rewake.reports.session_json import JSON, current_failure
@@ -57,7 +58,6 @@ from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_
 from rewake.runner.process.notices import announcer_from_env
 from rewake.runner.process.supervise import ProgramNotFound
 from rewake.spawn_env import agent_environment, without_rewake_settings
-from rewake.sweeper.announce import Announcer, Notice
 
 
 def register(subparsers: Any) -> None:

@@ -39,7 +39,7 @@ from rewake.runner.local.store_base import Store, StoreError, check_id, no_local
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
-    from rewake.sweeper.announce import Announcer, Notice
+    from rewake.notifications.apprise_notices import Announcer, Notice
 
 NOT_FOUND_CODES = frozenset({"session_not_found", "session_deleted"})
 HOOK_TIMEOUT_S = 20.0

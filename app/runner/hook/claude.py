@@ -60,7 +60,7 @@ from rewake.runner.local import records
 from rewake.runner.local.store_base import JSON, Store, StoreError
 
 if TYPE_CHECKING:
-    from rewake.sweeper.announce import Notice
+    from rewake.notifications.apprise_notices import Notice
 
 
 def failure_message(hook: HookInput) -> str:

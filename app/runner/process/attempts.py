@@ -26,6 +26,7 @@ from typing import IO, Any
 
 from rewake.exits import Exit
 from rewake.instants import local_clock, parse_instant
+from rewake.notifications.apprise_notices import Announcer, Notice
 from rewake.parsers.verdict import Verdict
 from rewake.printable import printable
 from rewake.runner.local import conversations, records
@@ -44,7 +45,6 @@ from rewake.runner.process.waiting import (
     resume_path,
     wait_for_mark,
 )
-from rewake.sweeper.announce import Announcer, Notice
 
 #: What a resume started by hand tells the agent unless the user gives a prompt.
 MANUAL_PROMPT = "Continue the task from where it stopped."
