@@ -31,7 +31,9 @@ LAYERS: list[set[str]] = [
     {"rewake.db"},
     {"rewake.sessions"},
     {"rewake.marks"},
-    {"rewake.reports"},
+    # The session service sits above the marks it clears and shows; the rest of
+    # rewake.sessions (its storage and rules) lies below them.
+    {"rewake.reports", "rewake.sessions.service"},
     {"rewake.executors", "rewake.security"},
     {"rewake.notifications"},
     {"rewake.api", "rewake.sweeper"},
@@ -93,10 +95,15 @@ GRAPH = {module: set(_imported(module, path)) for module, path in MODULES.items(
 def _rank(module: str, layers: list[set[str]]) -> int | None:
     if module == "rewake":  # the package's own __init__: its version, nothing else
         return 1
-    for rank, layer in enumerate(layers):
-        if any(module == name or module.startswith(name + ".") for name in layer):
-            return rank
-    return None
+    # The longest name that holds the module decides: a folder may place one of its
+    # subfolders in another layer (rewake.sessions.service).
+    found = [
+        (len(name), rank)
+        for rank, layer in enumerate(layers)
+        for name in layer
+        if module == name or module.startswith(name + ".")
+    ]
+    return max(found)[1] if found else None
 
 
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -16,7 +16,7 @@ from rewake.executors.webhook import WebhookExecutor
 from rewake.marks import repository as mark_repo
 from rewake.marks.pacing import PacingRules
 from rewake.marks.sweep import mark_sending
-from rewake.reports.actions import cancel_session
+from rewake.sessions.service.actions import cancel_session
 from rewake.sweeper import step
 
 LEASE = 60.0

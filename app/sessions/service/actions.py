@@ -16,9 +16,9 @@ from rewake.marks.service import (
     require_session,
     settle_by_later_attempt,
 )
-from rewake.reports.views import run_json, session_view, tombstone_json
 from rewake.sessions import repository as repo
 from rewake.sessions.rules import session_state
+from rewake.sessions.service.reads import run_json, session_view, tombstone_json
 from rewake.sessions.tombstones import refuse_if_deleted
 
 
