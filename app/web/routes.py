@@ -21,7 +21,8 @@ from rewake.parsers.verdict import PROVIDERS
 from rewake.reports.rules import clean_text
 from rewake.sessions.repository import SessionFilter
 from rewake.sessions.service import reads as session_views
-from rewake.web import detail, fleet, views
+from rewake.web import cards as views
+from rewake.web import detail, fleet
 from rewake.web.render import Times, error_page, page
 
 router = APIRouter(include_in_schema=False)

@@ -30,7 +30,7 @@ from web_seed import (
 )
 
 from rewake.security.browser import COOKIE
-from rewake.web.views import REFUSAL_WORDS
+from rewake.web.cards import REFUSAL_WORDS
 
 Page = Any  # playwright.sync_api.Page; Playwright is imported only once chromium is found
 

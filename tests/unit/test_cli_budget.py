@@ -70,7 +70,7 @@ LOOKING = BARE | {
     "rewake.printable",
     "rewake.runner",
     "rewake.runner.commands",
-    "rewake.runner.commands.views",
+    "rewake.runner.commands.status",
     "rewake.runner.hook",
     "rewake.runner.hook.payload",
     "rewake.runner.local",

@@ -112,7 +112,7 @@ def test_ls_watch_redraws_the_list_in_place_on_a_terminal(
 
     from rich.console import Console
 
-    from rewake.runner.commands.views import watch_ls
+    from rewake.runner.commands.status import watch_ls
 
     args = argparse.Namespace(watch=2.0, limit=50, state=None, provider=None)
     screen = io.StringIO()

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rewake.runner.commands import run, views
+from rewake.runner.commands import run
+from rewake.runner.commands import status as views
 from rewake.runner.local.hostzone import host_zone
 
 

@@ -23,7 +23,7 @@ from typing import Any
 
 from rewake.exits import Exit
 from rewake.printable import json_printable, printable
-from rewake.runner.commands.views import _invalid_name, _with_store
+from rewake.runner.commands.status import _invalid_name, _with_store
 from rewake.runner.local import records
 from rewake.runner.local.store import JSON, Store
 
