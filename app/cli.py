@@ -62,7 +62,7 @@ SHELLS = ("bash", "zsh", "tcsh")
 
 
 #: The shell function that completes a session's name, and its definition per shell: the run
-#: records' names in the state dir (as rewake.runner.local.records.state_dir finds it), read
+#: records' names in the state dir (as rewake.runner.store.records.state_dir finds it), read
 #: without starting Python, so a tab press stays instant.
 SESSION_COMPLETER = "_rewake_sessions"
 _SESSIONS_DIR = "${REWAKE_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/rewake}/runs"

@@ -41,10 +41,13 @@ LAYERS: list[set[str]] = [
     {"rewake.runner"},
     {"rewake.main", "rewake.service_cli", "rewake.parse_cli", "rewake.cli", "rewake.__main__"},
 ]
-#: Inside the runner, the same rule by role: the local store and records, then the supervised
-#: process, then the hook, then the commands.
+#: Inside the runner, the same rule by role: what it knows of the CLIs, the local store and
+#: records, what `rewake setup` writes and `rewake doctor` checks, then the supervised process,
+#: then the hook, then the commands.
 RUNNER_LAYERS: list[set[str]] = [
-    {"rewake.runner.local"},
+    {"rewake.runner.clis"},
+    {"rewake.runner.store"},
+    {"rewake.runner.setup"},
     {"rewake.runner.process"},
     {"rewake.runner.hook"},
     {"rewake.runner.commands"},
@@ -165,7 +168,8 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
 
 
 def test_the_runner_imports_downward_by_role() -> None:
-    """Inside the runner: local, then process, then hook, then the commands."""
+    """Inside the runner: the CLIs, the store, setup, then process, then hook, then the
+    commands."""
     upward = [
         f"{module} -> {target}"
         for module, targets in GRAPH.items()

@@ -17,7 +17,7 @@ from sweeper_support import start_sweeper, stop_all, wait_until
 from rewake.db.engine import Database
 from rewake.db.models import SweeperHeartbeatRow
 from rewake.marks import repository as mark_repo
-from rewake.runner.local.store import StoreError
+from rewake.runner.store.stores import StoreError
 
 
 @contextmanager

@@ -19,8 +19,8 @@ from sweeper_support import stop_all, wait_until
 from rewake.db.engine import Database
 from rewake.exits import Exit
 from rewake.marks import repository as mark_repo
-from rewake.runner.local.store import LocalStore
-from rewake.runner.local.sweeper_service import UNIT_NAME
+from rewake.runner.setup.sweeper_service import UNIT_NAME
+from rewake.runner.store.stores import LocalStore
 from rewake.settings import Settings
 
 pytestmark = [

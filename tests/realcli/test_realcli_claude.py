@@ -36,7 +36,7 @@ from realcli_drive import Box, Tmux, claude_env, cli_binary, json_lines, run_hea
 from realcli_install import CLAUDE, CLAUDE_OLD, Pin
 
 from rewake.parsers import parse
-from rewake.runner.local.hostzone import host_zone
+from rewake.runner.clis.hostzone import host_zone
 
 pytestmark = pytest.mark.realcli
 

@@ -32,7 +32,7 @@ from realcli_drive import Box, cli_binary, codex_env, json_lines, run_headless
 from realcli_install import CODEX
 
 from rewake.parsers import parse
-from rewake.runner.local.hostzone import host_zone
+from rewake.runner.clis.hostzone import host_zone
 
 pytestmark = pytest.mark.realcli
 

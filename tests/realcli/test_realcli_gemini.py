@@ -40,7 +40,7 @@ from realcli_drive import (
 from realcli_install import GEMINI
 
 from rewake.parsers import parse
-from rewake.runner.local.hostzone import host_zone
+from rewake.runner.clis.hostzone import host_zone
 
 pytestmark = pytest.mark.realcli
 

@@ -13,8 +13,8 @@ from conftest import OBSERVED, QUOTA, migrate
 
 from rewake.cli import main
 from rewake.exits import Exit
-from rewake.runner.local import records
-from rewake.runner.local.store import LocalStore, StoreError
+from rewake.runner.store import records
+from rewake.runner.store.stores import LocalStore, StoreError
 from rewake.settings import Settings
 
 

@@ -11,7 +11,7 @@ import pytest
 from sweeper_support import free_port
 
 from rewake.cli import main
-from rewake.runner.local import doctor
+from rewake.runner.setup import doctor
 
 NOW = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from rewake.runner.clis.hostzone import host_zone
 from rewake.runner.commands import run
 from rewake.runner.commands import status as views
-from rewake.runner.local.hostzone import host_zone
 
 
 def etc(root: Path, *, timezone: str | None = None, link: str | None = None) -> Path:

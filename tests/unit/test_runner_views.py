@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from rich.console import Console, RenderableType
 
-from rewake.runner.local import views
+from rewake.runner.commands import status_text as views
 
 BERLIN = ZoneInfo("Europe/Berlin")
 #: 15:26:30 CET.
@@ -325,7 +325,7 @@ def test_a_local_store_answers_as_of_the_commands_clock_in_the_state_dir(
 ) -> None:
     """open_store(clock=...) reads no clock of its own, and without REWAKE_DATABASE_URL its
     database is <state dir>/rewake.db (created), not rewake.db in the working directory."""
-    from rewake.runner.local.store import LocalStore, open_store
+    from rewake.runner.store.stores import LocalStore, open_store
 
     monkeypatch.delenv("REWAKE_URL", raising=False)
     monkeypatch.delenv("REWAKE_DATABASE_URL", raising=False)

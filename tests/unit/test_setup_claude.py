@@ -13,8 +13,8 @@ import pytest
 
 from rewake.cli import main
 from rewake.exits import Exit
-from rewake.runner.local import claude_settings
-from rewake.runner.local.user_files import rewake_argv
+from rewake.runner.setup import claude_settings
+from rewake.runner.setup.user_files import rewake_argv
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

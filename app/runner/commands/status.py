@@ -30,11 +30,11 @@ from zoneinfo import ZoneInfo
 
 from rewake.exits import Exit
 from rewake.printable import json_printable, printable
+from rewake.runner.clis.hostzone import host_zone
 from rewake.runner.hook.payload import MAX_STDIN_BYTES
-from rewake.runner.local import records
-from rewake.runner.local.hostzone import host_zone
-from rewake.runner.local.records import state_dir
-from rewake.runner.local.store_base import Store, StoreError, check_id, no_local_database
+from rewake.runner.store import records
+from rewake.runner.store.base import Store, StoreError, check_id, no_local_database
+from rewake.runner.store.records import state_dir
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -149,7 +149,7 @@ def _with_store(command: str, now: datetime, work: Callable[[Store], int]) -> in
     """Open the store, run `work`, close it; any store problem is one line and a status. A
     local store answers every call as of `now`, the command's one reading of the clock."""
 
-    from rewake.runner.local.store import open_store
+    from rewake.runner.store.stores import open_store
 
     try:
         store = open_store(clock=lambda: now)
@@ -215,7 +215,7 @@ def _print_listing(
         return Exit.OK
     from rich.console import Console
 
-    from rewake.runner.local import views
+    from rewake.runner.commands import status_text as views
 
     rows = [views.ls_row(s, s["mark"], now, zone) for s in sessions]
     console = Console(highlight=False)
@@ -235,7 +235,7 @@ def run_show(args: argparse.Namespace) -> int:
     def work(store: Store) -> int:
         from rich.console import Console
 
-        from rewake.runner.local import views
+        from rewake.runner.commands import status_text as views
 
         session = store.get_session(args.name)
         if args.json:
@@ -261,7 +261,7 @@ def run_auto_resume(args: argparse.Namespace) -> int:
         return bad
 
     def work(store: Store) -> int:
-        from rewake.runner.local import views
+        from rewake.runner.commands import status_text as views
 
         record = records.load(args.name) if enabled and not args.fresh_if_missing else None
         if record is not None and (empty := records.nothing_saved(record)) is not None:
@@ -350,7 +350,7 @@ def _set_fresh_if_missing(root_id: str, enabled: bool) -> str | None:
 
 
 def run_doctor_command(args: argparse.Namespace) -> int:
-    from rewake.runner.local.doctor import run_doctor
+    from rewake.runner.setup.doctor import run_doctor
 
     lines, status = run_doctor(os.environ, datetime.now(UTC))
     for line in lines:
@@ -430,7 +430,7 @@ def _hook_worker(
 
 def _open_store(now: datetime) -> Store:
     """The store, answering as of `now`; loaded only when the hook has something to record."""
-    from rewake.runner.local.store import open_store
+    from rewake.runner.store.stores import open_store
 
     return open_store(clock=lambda: now)
 
@@ -458,7 +458,7 @@ def listing(store: Store, args: argparse.Namespace, now: datetime, width: int) -
     """What `rewake ls` prints, as one renderable (the sessions with their marks)."""
     from rich.text import Text
 
-    from rewake.runner.local import views
+    from rewake.runner.commands import status_text as views
 
     filters = {k: v for k in ("state", "provider") if (v := getattr(args, k))}
     summaries = store.list_sessions(limit=args.limit, **filters).get("sessions", [])

@@ -29,8 +29,8 @@ from rewake.reports.evidence import evidence_line
 from rewake.reports.outcome_words import outcome_reason
 from rewake.reports.refusal_words import REFUSAL_REASONS
 from rewake.reports.session_json import current_failure, shown_text
-from rewake.runner.local import records
-from rewake.runner.local.records import RecordError
+from rewake.runner.store import records
+from rewake.runner.store.records import RecordError
 
 JSON = dict[str, Any]
 DASH = "—"

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rewake.runner.local.user_files import SetupError, home_of
+from rewake.runner.setup.user_files import SetupError, home_of
 
 #: Seconds Claude Code gives the hook; the hook itself gives up after 20.
 HOOK_TIMEOUT_S = 30

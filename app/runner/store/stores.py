@@ -33,7 +33,7 @@ from rewake.marks.rules import SweepersWill
 from rewake.parsers import parse
 from rewake.reports import failures
 from rewake.reports.body import FailureBody
-from rewake.runner.local.store_base import (
+from rewake.runner.store.base import (
     DATABASE_FILE,
     JSON,
     Clock,
@@ -50,7 +50,7 @@ from rewake.sessions.service import actions
 from rewake.sessions.service import reads as session_views
 from rewake.settings import Settings, explain
 
-#: The names of rewake.runner.local.store_base are this module's too: callers that open a store
+#: The names of rewake.runner.store.base are this module's too: callers that open a store
 #: import them from here.
 __all__ = [
     "DATABASE_FILE",
