@@ -291,7 +291,7 @@ def test_refusal_words_do_not_repeat_a_detail_that_only_restates_the_code() -> N
     refused = auto_resume_refusal(facts, despite_native=False)
     assert refused is not None and refused.code == "attempt_already_resumed"
     words = views.refusal_words(refused.code, refused.detail)
-    assert words == views.REFUSALS["attempt_already_resumed"] and "(" not in words
+    assert words == views.REFUSALS["attempt_already_resumed"].reason and "(" not in words
     native = views.refusal_words("native_auto_continue", "send despite_native: true")
     assert "despite_native:" not in native
     halted = views.refusal_words("not_paused_on_provider_limit", "the run was halted")
