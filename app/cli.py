@@ -26,7 +26,7 @@ COMMANDS: dict[str, str] = {
     "migrate": "rewake.service_cli",
     "sweep": "rewake.service_cli",
     "run": "rewake.runner.commands.run",
-    "hook": "rewake.runner.commands.status",
+    "hook": "rewake.runner.commands.hook",
     "ls": "rewake.runner.commands.status",
     "show": "rewake.runner.commands.status",
     "auto-resume": "rewake.runner.commands.status",

@@ -74,13 +74,14 @@ LOOKING = BARE | {
     "rewake.runner.clis.providers",
     "rewake.runner.commands",
     "rewake.runner.commands.status",
-    "rewake.runner.hook",
-    "rewake.runner.hook.payload",
     "rewake.runner.store",
     "rewake.runner.store.base",
     "rewake.runner.store.records",
 }
-HOOKING = LOOKING | {
+HOOKING = LOOKING - {"rewake.runner.commands.status"} | {
+    "rewake.runner.commands.hook",
+    "rewake.runner.hook",
+    "rewake.runner.hook.payload",
     "rewake.runner.hook.claude",
     "rewake.runner.hook.continuing",
     "rewake.runner.hook.transcript",
