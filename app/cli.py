@@ -26,11 +26,11 @@ COMMANDS: dict[str, str] = {
     "migrate": "rewake.service_cli",
     "sweep": "rewake.service_cli",
     "run": "rewake.runner.commands.run",
-    "hook": "rewake.runner.commands.views",
-    "ls": "rewake.runner.commands.views",
-    "show": "rewake.runner.commands.views",
-    "auto-resume": "rewake.runner.commands.views",
-    "doctor": "rewake.runner.commands.views",
+    "hook": "rewake.runner.commands.hook",
+    "ls": "rewake.runner.commands.status",
+    "show": "rewake.runner.commands.status",
+    "auto-resume": "rewake.runner.commands.status",
+    "doctor": "rewake.runner.commands.status",
     "setup": "rewake.runner.commands.setup",
     "cancel": "rewake.runner.commands.manage",
     "rm": "rewake.runner.commands.manage",
@@ -62,7 +62,7 @@ SHELLS = ("bash", "zsh", "tcsh")
 
 
 #: The shell function that completes a session's name, and its definition per shell: the run
-#: records' names in the state dir (as rewake.runner.local.records.state_dir finds it), read
+#: records' names in the state dir (as rewake.runner.store.records.state_dir finds it), read
 #: without starting Python, so a tab press stays instant.
 SESSION_COMPLETER = "_rewake_sessions"
 _SESSIONS_DIR = "${REWAKE_STATE_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/rewake}/runs"

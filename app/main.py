@@ -23,14 +23,14 @@ from rewake.db.engine import Database
 from rewake.errors import DomainError
 from rewake.executors.command import MarkStore
 from rewake.executors.factory import ExecutorConfigError, build_executor
+from rewake.notifications.apprise_notices import Announcer
+from rewake.notifications.webhook import Notifier
 from rewake.parsers import parse as parse_text
 from rewake.security import browser, resume_credential
 from rewake.security.auth import Auth
 from rewake.settings import Settings
-from rewake.sweeper.announce import Announcer
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics, register_process_metrics
-from rewake.sweeper.notify import Notifier
 from rewake.sweeper.runtime import Sweeper
 from rewake.sweeper.watch import watcher_for
 from rewake.web.render import page_refusal

@@ -61,7 +61,8 @@ class Settings(BaseSettings):
     webhook_secret: str | None = None
     notify_url: str | None = None
     #: apprise URLs (comma- or space-separated) told when a limit pauses a session, a resume is
-    #: sent, fails or turns uncertain (rewake.sweeper.announce); they carry credentials.
+    #: sent, fails or turns uncertain (rewake.notifications.apprise_notices); they carry
+    #: credentials.
     notify: str | None = None
     display_zone: str | None = None
     tombstone_retention_days: int = Field(default=365, ge=1)

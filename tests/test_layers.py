@@ -33,17 +33,23 @@ LAYERS: list[set[str]] = [
     {"rewake.db"},
     {"rewake.sessions", "rewake.heartbeats"},
     {"rewake.marks"},
-    {"rewake.reports"},
+    # The session service sits above the marks it clears and shows; the rest of
+    # rewake.sessions (its storage and rules) lies below them.
+    {"rewake.reports", "rewake.sessions.service"},
     {"rewake.executors", "rewake.security"},
+    {"rewake.notifications"},
     {"rewake.api", "rewake.sweeper"},
     {"rewake.web"},
     {"rewake.runner"},
     {"rewake.main", "rewake.service_cli", "rewake.parse_cli", "rewake.cli", "rewake.__main__"},
 ]
-#: Inside the runner, the same rule by role: the local store and records, then the supervised
-#: process, then the hook, then the commands.
+#: Inside the runner, the same rule by role: what it knows of the CLIs, the local store and
+#: records, what `rewake setup` writes and `rewake doctor` checks, then the supervised process,
+#: then the hook, then the commands.
 RUNNER_LAYERS: list[set[str]] = [
-    {"rewake.runner.local"},
+    {"rewake.runner.clis"},
+    {"rewake.runner.store"},
+    {"rewake.runner.setup"},
     {"rewake.runner.process"},
     {"rewake.runner.hook"},
     {"rewake.runner.commands"},
@@ -99,10 +105,15 @@ GRAPH = {module: set(_imported(module, path)) for module, path in MODULES.items(
 def _rank(module: str, layers: list[set[str]]) -> int | None:
     if module == "rewake":  # the package's own __init__: its version, nothing else
         return 1
-    for rank, layer in enumerate(layers):
-        if any(module == name or module.startswith(name + ".") for name in layer):
-            return rank
-    return None
+    # The longest name that holds the module decides: a folder may place one of its
+    # subfolders in another layer (rewake.sessions.service).
+    found = [
+        (len(name), rank)
+        for rank, layer in enumerate(layers)
+        for name in layer
+        if module == name or module.startswith(name + ".")
+    ]
+    return max(found)[1] if found else None
 
 
 def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -164,7 +175,8 @@ def test_no_module_imports_a_layer_above_its_own() -> None:
 
 
 def test_the_runner_imports_downward_by_role() -> None:
-    """Inside the runner: local, then process, then hook, then the commands."""
+    """Inside the runner: the CLIs, the store, setup, then process, then hook, then the
+    commands."""
     upward = [
         f"{module} -> {target}"
         for module, targets in GRAPH.items()

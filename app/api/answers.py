@@ -1,5 +1,5 @@
 """The JSON answers of the API, as pydantic models: what the OpenAPI document says each route
-returns. The routes still answer the domain's own JSON (`rewake.reports.views`,
+returns. The routes still answer the domain's own JSON (`rewake.sessions.service.reads`,
 `rewake.marks.service`, `rewake.parsers`); these models describe it and are never used to
 rebuild it, so a field added there must be added here (the schemathesis walk in
 tests/integration/test_api_schemathesis.py validates every answer it gets against them).
@@ -61,7 +61,7 @@ class Verdict(Answer):
     evidence: Evidence | None
 
 
-# A failure: rewake.reports.failures, rewake.reports.views
+# A failure: rewake.reports.failures, rewake.sessions.service.reads
 
 
 class Banner(Answer):
@@ -192,7 +192,7 @@ class Mark(Answer):
     warnings: list[str] = Field(description="what may keep a live mark from doing its work")
 
 
-# Sessions: rewake.reports.views
+# Sessions: rewake.sessions.service.reads
 
 
 class Point(Answer):

@@ -1,2 +1,2 @@
-"""What hosts and people report about a session, and what is shown of it: failures, attempts,
-actions, banners, views."""
+"""What hosts report about a session's failures, and how a failure and its mark are put in
+words: the report, its body and fields, banners, evidence, the session JSON read back."""

@@ -25,11 +25,11 @@ from rewake.db.models import MarkRow
 from rewake.executors.base import Delivery, Executor, Outcome
 from rewake.logs import log_event
 from rewake.marks.states import MarkState
+from rewake.notifications.apprise_notices import Announcer
+from rewake.notifications.webhook import Notifier
 from rewake.sweeper import step
-from rewake.sweeper.announce import Announcer
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics
-from rewake.sweeper.notify import Notifier
 
 logger = logging.getLogger("rewake.sweeper")
 

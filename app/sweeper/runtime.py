@@ -28,12 +28,12 @@ from apscheduler.schedulers.base import BaseScheduler
 from rewake.db.engine import Database
 from rewake.executors.base import Executor
 from rewake.logs import log_event
+from rewake.notifications.apprise_notices import Announcer
+from rewake.notifications.webhook import Notifier
 from rewake.sweeper import step
-from rewake.sweeper.announce import Announcer
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.dispatcher import Dispatcher
 from rewake.sweeper.metrics import SweeperMetrics
-from rewake.sweeper.notify import Notifier
 from rewake.sweeper.reconcile import Reconciler
 from rewake.sweeper.timer import PreciseTimer, TimerHooks, utc_now
 from rewake.sweeper.watch import ChangeWatcher, PollingWatcher

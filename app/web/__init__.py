@@ -6,7 +6,7 @@ through the JSON API itself, under the same auth:
 
 - `site`: adds the routes, `/static` and HTML error pages to the app;
 - `routes`, `signin`: the list and session pages; the sign-in form and its cookie;
-- `views`, `detail`: the words a page shows, as pure functions of the API's JSON;
+- `cards`, `detail`: the words a page shows, as pure functions of the API's JSON;
 - `render`: templates, times as UTC `<time>` elements the script shows in the viewer's zone,
   and the page a refused browser request is shown.
 

@@ -21,7 +21,7 @@ from rewake.errors import CODES, DomainError
 from rewake.instants import parse_instant
 from rewake.reports.banners import describe_wait, format_local
 from rewake.security.browser import COOKIE, SIGN_IN_PATH, cookie_secret
-from rewake.web.views import REFUSAL_WORDS
+from rewake.web.cards import REFUSAL_WORDS
 
 HERE = Path(__file__).parent
 TEMPLATES = Jinja2Templates(directory=HERE / "templates")

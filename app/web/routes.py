@@ -18,10 +18,11 @@ from rewake.errors import DomainError
 from rewake.ids import ID_HELP, ID_RE
 from rewake.marks import service as marks
 from rewake.parsers.verdict import PROVIDERS
-from rewake.reports import views as session_views
 from rewake.reports.rules import clean_text
 from rewake.sessions.repository import SessionFilter
-from rewake.web import detail, fleet, views
+from rewake.sessions.service import reads as session_views
+from rewake.web import cards as views
+from rewake.web import detail, fleet
 from rewake.web.render import Times, error_page, page
 
 router = APIRouter(include_in_schema=False)

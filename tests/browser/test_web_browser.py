@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from rewake.security.browser import COOKIE
-from rewake.web.views import REFUSAL_WORDS
+from rewake.web.cards import REFUSAL_WORDS
 from tests.browser.browser_launch import chromium_for_tests
 from tests.browser.web_seed import (
     ALICE,

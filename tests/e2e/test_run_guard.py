@@ -54,7 +54,7 @@ def test_a_second_resume_while_one_runs_is_refused(run_env: RunEnv) -> None:
 
 def test_a_cancelled_session_is_not_resumed_by_hand(run_env: RunEnv) -> None:
     """`rewake run --resume NAME` on a cancelled session says so and runs nothing (7)."""
-    from rewake.runner.local.store import LocalStore
+    from rewake.runner.store.stores import LocalStore
     from rewake.settings import Settings
 
     run_env.scenario({"do": "limit", "resets_at": epoch_in(3600)}, {"do": "success"})

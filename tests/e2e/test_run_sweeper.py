@@ -13,7 +13,7 @@ from pathlib import Path
 from rewake import heartbeats
 from rewake.db.engine import Database
 from rewake.db.models import SweeperHeartbeatRow
-from rewake.runner.local.store import StoreError
+from rewake.runner.store.stores import StoreError
 from tests.support.db import migrate
 from tests.support.run import RunEnv, attempts_of, epoch_in, make_run_env
 from tests.support.sweeper import start_sweeper, stop_all, wait_until

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rewake.runner.local.store import HttpStore, StoreError, token_parts
+from rewake.runner.store.stores import HttpStore, StoreError, token_parts
 from tests.e2e.test_service_serve import serving_with_token
 
 SECRET = "s3cret-for-the-client-test"

@@ -16,8 +16,8 @@ import pytest
 from rewake import heartbeats
 from rewake.db.engine import Database
 from rewake.exits import Exit
-from rewake.runner.local.store import LocalStore
-from rewake.runner.local.sweeper_service import UNIT_NAME
+from rewake.runner.setup.sweeper_service import UNIT_NAME
+from rewake.runner.store.stores import LocalStore
 from rewake.settings import Settings
 from tests.support import systemd_syntax
 from tests.support.run import STANDINS, attempts_of, epoch_in

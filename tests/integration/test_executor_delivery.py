@@ -271,7 +271,7 @@ def test_notifier_posts_failed_and_uncertain_marks(host: ExampleHost) -> None:
     """The notify webhook hears of a mark that failed or turned uncertain, each signed under a
     fresh `notify-` webhook-id the host verifies with the library; not of one that is done."""
     from rewake.db.models import MarkRow
-    from rewake.sweeper.notify import Notifier
+    from rewake.notifications.webhook import Notifier
 
     now = datetime.now(UTC)
 
@@ -301,7 +301,7 @@ def test_unsigned_notifier_still_names_each_notice() -> None:
     from threading import Thread
 
     from rewake.db.models import MarkRow
-    from rewake.sweeper.notify import Notifier
+    from rewake.notifications.webhook import Notifier
 
     received: list[dict[str, str]] = []
 

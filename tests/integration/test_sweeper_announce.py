@@ -15,7 +15,7 @@ from rewake.db.engine import Database
 from rewake.executors.base import Delivery, Outcome
 from rewake.executors.log import LogExecutor
 from rewake.marks.pacing import PacingRules
-from rewake.sweeper.announce import Announcer
+from rewake.notifications.apprise_notices import Announcer
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics
 from rewake.sweeper.runtime import Sweeper

@@ -16,11 +16,11 @@ from rewake.db.models import MarkRow, SessionRow, TimelineRow
 from rewake.executors.log import LogExecutor
 from rewake.marks.pacing import PacingRules
 from rewake.marks.service import set_auto_resume
-from rewake.reports.actions import manual_resume, record_attempt
+from rewake.notifications.webhook import Notifier
+from rewake.sessions.service.actions import manual_resume, record_attempt
 from rewake.settings import Settings
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics
-from rewake.sweeper.notify import Notifier
 from rewake.sweeper.runtime import Sweeper
 from tests.support.sweeper import arm, context, marks_by_root
 

@@ -1,4 +1,4 @@
-"""The words the web page derives from the API's JSON (rewake.web.views, rewake.web.detail): pure
+"""The words the web page derives from the API's JSON (rewake.web.cards, rewake.web.detail): pure
 functions, tested without a server."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from rewake.web import detail, fleet, views
+from rewake.web import cards as views
+from rewake.web import detail, fleet
 
 
 def mark(**fields: Any) -> dict[str, Any]:

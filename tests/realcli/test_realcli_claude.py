@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rewake.parsers import parse
-from rewake.runner.local.hostzone import host_zone
+from rewake.runner.clis.hostzone import host_zone
 from tests.realcli import mock_provider as mp
 from tests.realcli.realcli_cases import (
     DAY,

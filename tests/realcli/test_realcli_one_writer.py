@@ -159,8 +159,8 @@ def test_session_closed_before_the_reset_rewake_resumes_headless(tmp_path: Path)
 
 def wait_armed(box: Box, name: str, process: subprocess.Popen[str], timeout: float) -> str:
     """The CLI's conversation id once `rewake run` has armed the mark (its record has it)."""
-    from rewake.runner.local import records
-    from rewake.runner.local.store_base import StoreError
+    from rewake.runner.store import records
+    from rewake.runner.store.base import StoreError
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and process.poll() is None:

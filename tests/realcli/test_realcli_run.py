@@ -63,7 +63,7 @@ def rewake_env(box: Box, cli_env: dict[str, str]) -> dict[str, str]:
 
 
 def session_of(box: Box, root_id: str) -> dict[str, Any]:
-    from rewake.runner.local.store import LocalStore
+    from rewake.runner.store.stores import LocalStore
     from rewake.settings import Settings
 
     store = LocalStore(Settings(database_url=f"sqlite:///{box.root / 'rewake.db'}"),
@@ -75,7 +75,7 @@ def session_of(box: Box, root_id: str) -> dict[str, Any]:
 
 
 def sessions_of(box: Box) -> list[dict[str, Any]]:
-    from rewake.runner.local.store import LocalStore
+    from rewake.runner.store.stores import LocalStore
     from rewake.settings import Settings
 
     store = LocalStore(Settings(database_url=f"sqlite:///{box.root / 'rewake.db'}"),

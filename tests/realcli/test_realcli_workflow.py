@@ -216,7 +216,7 @@ class Case:
         return dict(json.loads((self.box.root / "state" / "runs" / f"{name}.json").read_text()))
 
     def session(self, name: str) -> dict[str, Any]:
-        from rewake.runner.local.store import LocalStore
+        from rewake.runner.store.stores import LocalStore
         from rewake.settings import Settings
 
         store = LocalStore(Settings(database_url=f"sqlite:///{self.box.root / 'rewake.db'}"),

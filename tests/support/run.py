@@ -100,7 +100,7 @@ class RunEnv:
 
     def session(self, name: str) -> dict[str, Any]:
         """The session as the API shows it, read through the local store."""
-        from rewake.runner.local.store import LocalStore
+        from rewake.runner.store.stores import LocalStore
         from rewake.settings import Settings
 
         store = LocalStore(Settings(database_url=self.database_url), migrate=False)

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from rewake.db.models import MarkRow
+from rewake.notifications.apprise_notices import Announcer, Notice, mark_notice
 from rewake.settings import SECRET_SETTINGS, Settings
-from rewake.sweeper.announce import Announcer, Notice, mark_notice
 from tests.support.announce import listening
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)

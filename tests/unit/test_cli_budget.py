@@ -69,17 +69,19 @@ LOOKING = BARE | {
     "rewake.ids",
     "rewake.printable",
     "rewake.runner",
+    "rewake.runner.clis",
+    "rewake.runner.clis.hostzone",
+    "rewake.runner.clis.providers",
     "rewake.runner.commands",
-    "rewake.runner.commands.views",
+    "rewake.runner.commands.status",
+    "rewake.runner.store",
+    "rewake.runner.store.base",
+    "rewake.runner.store.records",
+}
+HOOKING = LOOKING - {"rewake.runner.commands.status"} | {
+    "rewake.runner.commands.hook",
     "rewake.runner.hook",
     "rewake.runner.hook.payload",
-    "rewake.runner.local",
-    "rewake.runner.local.hostzone",
-    "rewake.runner.local.providers",
-    "rewake.runner.local.records",
-    "rewake.runner.local.store_base",
-}
-HOOKING = LOOKING | {
     "rewake.runner.hook.claude",
     "rewake.runner.hook.continuing",
     "rewake.runner.hook.transcript",
@@ -152,7 +154,7 @@ def test_ls_without_a_database_says_what_an_empty_one_says(args: list[str], tmp_
     """`ls` on a state dir with no database prints what it prints over an empty database, and
     creates none."""
     fresh, migrated = tmp_path / "fresh", tmp_path / "migrated"
-    from rewake.runner.local.store import LocalStore
+    from rewake.runner.store.stores import LocalStore
 
     LocalStore.from_settings({"REWAKE_STATE_DIR": str(migrated)}).close()
     assert (migrated / "rewake.db").exists()

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from rewake.runner.local.conversations import check, claude_holder, with_native
+from rewake.runner.clis.conversations import check, claude_holder, with_native
 
 SID = "daa19375-d3eb-4965-9972-1db7f1288a4c"
 FAILED_AT = datetime(2026, 12, 7, 11, 31, 12, tzinfo=UTC)
@@ -215,9 +215,9 @@ def armed_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str,
     """A Claude session whose attempt 1 failed at FAILED_AT, recorded as the hook records it,
     with auto-resume on and `rewake run --resume-of`'s environment: (its root id, its mark's
     id); no `claude` on PATH (were one started, the exit would say so: 127)."""
-    from rewake.runner.local import records
-    from rewake.runner.local.records import RunRecord
-    from rewake.runner.local.store import LocalStore
+    from rewake.runner.store import records
+    from rewake.runner.store.records import RunRecord
+    from rewake.runner.store.stores import LocalStore
 
     root_id = f"claude-{SID}"
     env = {
@@ -250,7 +250,7 @@ def test_a_resume_of_a_conversation_claude_continued_sends_nothing(
     exit 7 (superseded), no CLI started, the reason on stderr and in the record."""
     from rewake.cli import main
     from rewake.exits import Exit
-    from rewake.runner.local import records
+    from rewake.runner.store import records
 
     root_id, mark_id = armed_session(tmp_path, monkeypatch)
     answer = claude_answer(75)
@@ -352,7 +352,7 @@ def test_a_resume_after_claude_gave_up_types_into_the_open_claude(
 
     from rewake.cli import main
     from rewake.runner.commands import run
-    from rewake.runner.local import records
+    from rewake.runner.store import records
 
     typed: list[int] = []
 

@@ -35,7 +35,7 @@ class RecordingStore:
         self.reports: list[dict[str, Any]] = []
 
     def get_session(self, root_id: str) -> dict[str, Any]:
-        from rewake.runner.local.store_base import StoreError
+        from rewake.runner.store.base import StoreError
 
         raise StoreError("session_not_found", root_id, 404)
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from rewake.runner.hook import claude as hook
-from rewake.runner.local import records
-from rewake.runner.local.store import JSON, StoreError
 from rewake.runner.process import workflows
+from rewake.runner.store import records
+from rewake.runner.store.stores import JSON, StoreError
 
 NOW = datetime(2026, 12, 7, 12, 38, 26, tzinfo=UTC)
 SID = "2364f963-777b-41f7-b6d6-06552eababc1"

@@ -23,8 +23,8 @@ from typing import Any
 
 from rewake.runner.hook import claude as hook
 from rewake.runner.hook.payload import HookResult
-from rewake.runner.local import records
 from rewake.runner.process import workflows
+from rewake.runner.store import records
 
 FIXTURES = Path(__file__).parent / "fixtures" / "workflow_decline"
 #: The resets the mock served in the two captures (the 429's unified reset header).
@@ -84,7 +84,7 @@ class Case:
         return [p for p in found if p["hook_event_name"] == event]
 
     def store(self) -> Any:
-        from rewake.runner.local.store import LocalStore
+        from rewake.runner.store.stores import LocalStore
         from rewake.settings import Settings
 
         return LocalStore(

@@ -12,8 +12,8 @@ import pytest
 
 from rewake.cli import main
 from rewake.exits import Exit
-from rewake.runner.local import records
-from rewake.runner.local.store import LocalStore, StoreError
+from rewake.runner.store import records
+from rewake.runner.store.stores import LocalStore, StoreError
 from rewake.settings import Settings
 from tests.support.db import migrate
 from tests.support.reports import OBSERVED, QUOTA
@@ -113,7 +113,7 @@ def test_ls_watch_redraws_the_list_in_place_on_a_terminal(
 
     from rich.console import Console
 
-    from rewake.runner.commands.views import watch_ls
+    from rewake.runner.commands.status import watch_ls
 
     args = argparse.Namespace(watch=2.0, limit=50, state=None, provider=None)
     screen = io.StringIO()

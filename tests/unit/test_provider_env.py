@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from rewake.runner.clis import provider_env
 from rewake.runner.commands.setup import credential_advice
-from rewake.runner.local import doctor, provider_env
-from rewake.runner.local.sweeper_service import service_file
+from rewake.runner.setup import doctor
+from rewake.runner.setup.sweeper_service import service_file
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rewake.cli import main
-from rewake.runner.local import doctor
+from rewake.runner.setup import doctor
 from tests.support.sweeper import free_port
 
 NOW = datetime(2026, 11, 30, 14, 0, tzinfo=UTC)

@@ -18,8 +18,8 @@ from rewake.runner.hook import claude as hook
 from rewake.runner.hook import payload as hook_payload
 from rewake.runner.hook.transcript import TranscriptTail
 from rewake.runner.hook.transcript import read_transcript_tail as transcript_tail
-from rewake.runner.local import records
-from rewake.runner.local.store import JSON, StoreError, check_id
+from rewake.runner.store import records
+from rewake.runner.store.stores import JSON, StoreError, check_id
 
 NOW = datetime(2026, 11, 30, 14, 5, tzinfo=UTC)
 SID = "00893aaf-19fa-41d2-8238-13269b9b3ca0"
@@ -269,9 +269,9 @@ def test_a_failure_is_reported_recorded_and_armed_with_auto_resume(tmp_path: Pat
 
 
 def test_the_record_resumes_through_rewake_runs_claude_resume_form() -> None:
-    """rewake.runner.local.providers turns the hook's record into `claude -p --resume <id>` with the
+    """rewake.runner.clis.providers turns the hook's record into `claude -p --resume <id>` with the
     session's permission mode and the executor's prompt (and a fresh start into the task)."""
-    from rewake.runner.local.providers import provider_named
+    from rewake.runner.clis.providers import provider_named
 
     rows = [{"type": "user", "message": {"content": "ship it"}}]
     plan = hook_payload.HookInput(SID, permission_mode="plan")
@@ -344,7 +344,7 @@ def test_the_command_exits_0_with_one_stderr_line_on_non_json_stdin(
 
 
 def local_store(tmp_path: Path, now: datetime) -> Any:
-    from rewake.runner.local.store import LocalStore
+    from rewake.runner.store.stores import LocalStore
     from rewake.settings import Settings
 
     return LocalStore(Settings(database_url=f"sqlite:///{tmp_path / 'r.db'}"), clock=lambda: now)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rewake.runner.commands import run, views
-from rewake.runner.local.hostzone import host_zone
+from rewake.runner.clis.hostzone import host_zone
+from rewake.runner.commands import hook, run
 
 
 def etc(root: Path, *, timezone: str | None = None, link: str | None = None) -> Path:
@@ -94,4 +94,4 @@ def test_no_localtime_at_all_is_unknown(tmp_path: Path) -> None:
 def test_run_and_hook_ask_the_one_helper() -> None:
     """`rewake run` and `rewake hook` ask the same function for the host's zone."""
     assert run.host_zone is host_zone
-    assert views.host_zone is host_zone
+    assert hook.host_zone is host_zone

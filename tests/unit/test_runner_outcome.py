@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rewake.runner.local.providers import provider_named
+from rewake.runner.clis.providers import provider_named
 from rewake.runner.process.narrate import Narrator
 from rewake.runner.process.outcome import classify, failure_body, report_events
 from rewake.runner.process.supervise import Finished

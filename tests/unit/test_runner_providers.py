@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from rewake.runner.local.providers import (
+from rewake.runner.clis.providers import (
     Provider,
     UsageError,
     provider_named,

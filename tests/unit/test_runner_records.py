@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rewake.runner.local import records
-from rewake.runner.local.records import RecordError, RunRecord
 from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_refusal
+from rewake.runner.store import records
+from rewake.runner.store.records import RecordError, RunRecord
 
 
 @pytest.fixture(autouse=True)
@@ -118,7 +118,7 @@ def test_a_resume_by_hand_before_the_reset_is_warned_about(tmp_path: Path) -> No
     from datetime import UTC, datetime, timedelta
 
     from rewake.runner.commands.run import _before_the_reset
-    from rewake.runner.local.store import LocalStore
+    from rewake.runner.store.stores import LocalStore
     from rewake.settings import Settings
 
     seen = datetime(2026, 4, 1, 13, 42, 35, tzinfo=UTC)

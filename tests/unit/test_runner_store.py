@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rewake.cli import main
-from rewake.runner.local.store import LocalStore, StoreError
+from rewake.runner.store.stores import LocalStore, StoreError
 from rewake.settings import Settings
 
 FIXED = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -120,11 +120,11 @@ def test_a_report_that_meets_a_locked_database_goes_to_the_outbox(
     """`rewake run`'s failure report on a locked local database is kept in
     <state>/outbox/ (as for an unreachable service) and the terminal names the file."""
     from rewake.parsers.verdict import Verdict
-    from rewake.runner.local.providers import provider_named
-    from rewake.runner.local.records import RunRecord
+    from rewake.runner.clis.providers import provider_named
     from rewake.runner.process.attempts import Options, Runner
     from rewake.runner.process.outcome import Classified
     from rewake.runner.process.supervise import Finished
+    from rewake.runner.store.records import RunRecord
 
     record = RunRecord(root_id="o1", run_id="r1", provider="claude", cwd=str(tmp_path),
                        args=["-p", "x"])  # fmt: skip

@@ -14,8 +14,7 @@ from typing import Any
 
 import pytest
 
-from rewake.runner.local.providers import provider_named
-from rewake.runner.local.records import RunRecord
+from rewake.runner.clis.providers import provider_named
 from rewake.runner.process.attempts import Options, Runner, Step
 from rewake.runner.process.supervise import (
     CONTROL_EVENTS,
@@ -25,6 +24,7 @@ from rewake.runner.process.supervise import (
     _Adopt,
     supervise,
 )
+from rewake.runner.store.records import RunRecord
 
 claude = provider_named("claude")
 FIXED = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -111,7 +111,7 @@ def test_the_runner_reads_the_injected_clock(tmp_path: Path, monkeypatch: Any) -
 
 class _DownStore(_Store):
     def report_failure(self, root_id: str, run_id: str, body: Any) -> dict[str, Any]:
-        from rewake.runner.local.store import StoreError
+        from rewake.runner.store.stores import StoreError
 
         raise StoreError("service_unreachable", "http://127.0.0.1:9: connection refused")
 

@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo
 import pytest
 from rich.console import Console, RenderableType
 
-from rewake.runner.local import views
+from rewake.runner.commands import status_text as views
 
 BERLIN = ZoneInfo("Europe/Berlin")
 #: 15:26:30 CET.
@@ -291,7 +291,7 @@ def test_refusal_words_do_not_repeat_a_detail_that_only_restates_the_code() -> N
     refused = auto_resume_refusal(facts, despite_native=False)
     assert refused is not None and refused.code == "attempt_already_resumed"
     words = views.refusal_words(refused.code, refused.detail)
-    assert words == views.REFUSALS["attempt_already_resumed"] and "(" not in words
+    assert words == views.REFUSALS["attempt_already_resumed"].reason and "(" not in words
     native = views.refusal_words("native_auto_continue", "send despite_native: true")
     assert "despite_native:" not in native
     halted = views.refusal_words("not_paused_on_provider_limit", "the run was halted")
@@ -325,7 +325,7 @@ def test_a_local_store_answers_as_of_the_commands_clock_in_the_state_dir(
 ) -> None:
     """open_store(clock=...) reads no clock of its own, and without REWAKE_DATABASE_URL its
     database is <state dir>/rewake.db (created), not rewake.db in the working directory."""
-    from rewake.runner.local.store import LocalStore, open_store
+    from rewake.runner.store.stores import LocalStore, open_store
 
     monkeypatch.delenv("REWAKE_URL", raising=False)
     monkeypatch.delenv("REWAKE_DATABASE_URL", raising=False)

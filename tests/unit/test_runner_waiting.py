@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 
 from rewake.marks.rules import SweepersWill
-from rewake.runner.local import records
-from rewake.runner.local.records import RunRecord
-from rewake.runner.local.store import LocalStore
 from rewake.runner.process import waiting
 from rewake.runner.process.waiting import Fire, Settled, wait_for_mark
+from rewake.runner.store import records
+from rewake.runner.store.records import RunRecord
+from rewake.runner.store.stores import LocalStore
 
 NOW = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 DUE = (NOW - timedelta(seconds=1)).isoformat()

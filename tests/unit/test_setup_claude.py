@@ -13,8 +13,8 @@ import pytest
 
 from rewake.cli import main
 from rewake.exits import Exit
-from rewake.runner.local import claude_settings
-from rewake.runner.local.user_files import rewake_argv
+from rewake.runner.setup import claude_settings
+from rewake.runner.setup.user_files import rewake_argv
 
 PROVIDERS_DOC = Path(__file__).resolve().parents[2] / "docs" / "providers.md"
 
@@ -64,7 +64,7 @@ def write(path: Path, settings: object) -> None:
 def test_a_missing_file_is_created_with_the_three_entries(home: Path) -> None:
     """No ~/.claude yet: the folder and file are made, holding docs/providers.md's entries with
     the absolute rewake: StopFailure (rate_limit, --auto-resume), UserPromptSubmit,
-    SessionStart (resume)."""
+    SessionStart (resume), Stop (a declined workflow wait)."""
     assert setup() == Exit.OK
     settings = json.loads(settings_file(home).read_text())
     hooks = settings["hooks"]
@@ -84,6 +84,9 @@ def test_a_missing_file_is_created_with_the_three_entries(home: Path) -> None:
         "hooks": [{"type": "command", "command": rewake_command("hook", "claude"), "timeout": 30}]
     }
     assert hooks["SessionStart"][0]["matcher"] == "resume"
+    assert hooks["Stop"] == [
+        {"hooks": [{"type": "command", "command": rewake_command("hook", "claude"), "timeout": 30}]}
+    ]
     assert Path(shlex.split(rewake_command())[0]).is_absolute()
 
 
@@ -111,7 +114,7 @@ def test_the_users_keys_and_hooks_are_kept(home: Path) -> None:
     assert setup() == Exit.OK
     settings = json.loads(settings_file(home).read_text())
     assert settings["model"] == "opus" and settings["permissions"] == FOREIGN["permissions"]
-    assert commands(settings, "Stop") == ["notify-send done"]
+    assert commands(settings, "Stop") == ["notify-send done", rewake_command("hook", "claude")]
     assert commands(settings, "UserPromptSubmit") == [
         "log-prompt",
         rewake_command("hook", "claude"),

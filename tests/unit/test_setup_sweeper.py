@@ -16,9 +16,9 @@ import pytest
 
 from rewake.exits import Exit
 from rewake.runner.commands.setup import setup_sweeper
-from rewake.runner.local import sweeper_service
-from rewake.runner.local.sweeper_service import UNIT_NAME, service_file
-from rewake.runner.local.user_files import SetupError
+from rewake.runner.setup import sweeper_service
+from rewake.runner.setup.sweeper_service import UNIT_NAME, service_file
+from rewake.runner.setup.user_files import SetupError
 from tests.support import systemd_syntax
 
 NOW = datetime(2026, 12, 2, 6, 30, 5, tzinfo=UTC)
@@ -335,7 +335,7 @@ def test_another_platform_is_refused_by_name(env: dict[str, str]) -> None:
 def test_the_rewake_beside_the_interpreter_is_preferred(tmp_path: Path) -> None:
     """A virtualenv's python finds its own console script, not another rewake on PATH; and with
     none beside it, `python -m rewake` by the interpreter's absolute path."""
-    from rewake.runner.local.user_files import rewake_argv
+    from rewake.runner.setup.user_files import rewake_argv
 
     venv = tmp_path / "venv" / "bin"
     venv.mkdir(parents=True)

@@ -23,9 +23,9 @@ from typing import Any
 
 from rewake.exits import Exit
 from rewake.printable import json_printable, printable
-from rewake.runner.commands.views import _invalid_name, _with_store
-from rewake.runner.local import records
-from rewake.runner.local.store import JSON, Store
+from rewake.runner.commands.status import _invalid_name, _with_store
+from rewake.runner.store import records
+from rewake.runner.store.stores import JSON, Store
 
 #: An attempt's log file: `<run>-attempt-<n>.log`.
 _LOG = re.compile(r"^(?P<run>.+)-attempt-(?P<attempt>\d+)\.log$")

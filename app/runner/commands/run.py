@@ -30,21 +30,19 @@ from rewake.executors.base import DEFAULT_PROMPT
 from rewake.exits import Exit
 from rewake.instants import instant, local_clock
 from rewake.logs import redact_url
+from rewake.notifications.apprise_notices import Announcer, Notice
 from rewake.printable import printable
 from rewake.reports.banners import describe_wait
 from rewake.reports.session_json import JSON, current_failure
-from rewake.runner.local import records
-from rewake.runner.local.conversations import Continuation
-from rewake.runner.local.hostzone import host_zone
-from rewake.runner.local.providers import (
+from rewake.runner.clis.conversations import Continuation
+from rewake.runner.clis.hostzone import host_zone
+from rewake.runner.clis.providers import (
     PROVIDERS,
     Provider,
     UsageError,
     provider_named,
     resolve_command,
 )
-from rewake.runner.local.records import TYPED_RESUME, RecordError, RunRecord
-from rewake.runner.local.store import Store, StoreError, check_id, database_url, open_store
 from rewake.runner.process import panes, workflows
 from rewake.runner.process.attempts import (
     MANUAL_PROMPT,
@@ -56,8 +54,10 @@ from rewake.runner.process.attempts import (
 from rewake.runner.process.guard import SessionBusy, SessionLock, manual_resume_refusal
 from rewake.runner.process.notices import announcer_from_env
 from rewake.runner.process.supervise import ProgramNotFound
+from rewake.runner.store import records
+from rewake.runner.store.records import TYPED_RESUME, RecordError, RunRecord
+from rewake.runner.store.stores import Store, StoreError, check_id, database_url, open_store
 from rewake.spawn_env import agent_environment, without_rewake_settings
-from rewake.sweeper.announce import Announcer, Notice
 
 
 def register(subparsers: Any) -> None:

@@ -26,9 +26,10 @@ from typing import Any
 
 from rewake.exits import Exit
 from rewake.printable import printable
-from rewake.runner.local import claude_settings, provider_env, sweeper_service
-from rewake.runner.local.records import state_dir
-from rewake.runner.local.user_files import SetupError, rewake_argv, write_file
+from rewake.runner.clis import provider_env
+from rewake.runner.setup import claude_settings, sweeper_service
+from rewake.runner.setup.user_files import SetupError, rewake_argv, write_file
+from rewake.runner.store.records import state_dir
 
 
 def register(commands: Any) -> None:

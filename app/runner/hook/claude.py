@@ -61,12 +61,12 @@ from rewake.runner.hook.payload import (
     root_id_for,
 )
 from rewake.runner.hook.transcript import TranscriptTail, last_user_prompt, read_transcript_tail
-from rewake.runner.local import records
-from rewake.runner.local.store_base import JSON, Store, StoreError
+from rewake.runner.store import records
+from rewake.runner.store.base import JSON, Store, StoreError
 
 if TYPE_CHECKING:
+    from rewake.notifications.apprise_notices import Notice
     from rewake.runner.hook.workflow import Declined
-    from rewake.sweeper.announce import Notice
 
 #: The hook event of a main turn's end: a held workflow run may have ended (Declined).
 STOP = "Stop"
@@ -110,7 +110,7 @@ NO_TASK = "Continue the task in this directory from where it stopped."
 def resume_args(hook: HookInput, tail: TranscriptTail) -> list[str]:
     """The ARGS `rewake run` would have been given: the permission mode, `--`, the task.
     The resume form itself (`claude -p --resume <cli_session_id> ... -- <resume prompt>`) is
-    built by rewake.runner.local.providers from these; the task is used only by a fresh start."""
+    built by rewake.runner.clis.providers from these; the task is used only by a fresh start."""
     flags = []
     if hook.permission_mode in PERMISSION_MODES:
         flags = ["--permission-mode", hook.permission_mode]
@@ -307,7 +307,7 @@ def _report(
     result.say(f"auto-resume {mark.get('state')}: due {mark.get('due_at')}")
     for warning in mark.get("warnings") or []:
         result.say(f"warning: {warning}")
-    from rewake.runner.local.store import LocalStore  # loaded already: the store is open
+    from rewake.runner.store.stores import LocalStore  # loaded already: the store is open
 
     if mark.get("warnings") and isinstance(store, LocalStore):
         result.say("no sweeper here resumes marks: `rewake setup` installs one (once)")

@@ -26,9 +26,9 @@ from rewake.runner.hook.payload import (
     next_attempt,
     root_id_for,
 )
-from rewake.runner.local import records
-from rewake.runner.local.store_base import JSON, Store, StoreError
 from rewake.runner.process.guard import SessionLock
+from rewake.runner.store import records
+from rewake.runner.store.base import JSON, Store, StoreError
 
 #: Mark states in which the headless resume is, or may be, running (see guard.py).
 RESUMING_STATES = frozenset({"sending", "uncertain"})

@@ -30,8 +30,8 @@ from dataclasses import replace
 from datetime import datetime
 
 from rewake.runner.hook.payload import CONTINUED, HookInput, HookResult, root_id_for
-from rewake.runner.local import records
-from rewake.runner.local.store_base import Store, StoreError
+from rewake.runner.store import records
+from rewake.runner.store.base import Store, StoreError
 
 FIRED = "quota_auto_resume_fired"
 #: The notifications by which Claude says it will not continue, and what they mean in words.

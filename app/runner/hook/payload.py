@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from rewake.runner.local.store_base import JSON
+from rewake.runner.store.base import JSON
 
 #: The hook payload is a few hundred bytes; anything past this is not a payload.
 MAX_STDIN_BYTES = 4 << 20

@@ -46,8 +46,8 @@ from rewake.runner.hook.payload import (
     root_id_for,
 )
 from rewake.runner.hook.transcript import projects_dir
-from rewake.runner.local import records
 from rewake.runner.process import workflows
+from rewake.runner.store import records
 
 #: The record's map of limits that paused a workflow: run id -> what the hook saw.
 HOLDS_KEY = "workflow_holds"

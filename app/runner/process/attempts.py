@@ -26,12 +26,11 @@ from typing import IO, Any
 
 from rewake.exits import Exit
 from rewake.instants import local_clock, parse_instant
+from rewake.notifications.apprise_notices import Announcer, Notice
 from rewake.parsers.verdict import Verdict
 from rewake.printable import printable
-from rewake.runner.local import conversations, records
-from rewake.runner.local.providers import Provider, valid_cli_id
-from rewake.runner.local.records import RunRecord
-from rewake.runner.local.store_base import JSON, Store, StoreError
+from rewake.runner.clis import conversations
+from rewake.runner.clis.providers import Provider, valid_cli_id
 from rewake.runner.process import workflows
 from rewake.runner.process.guard import SessionLock
 from rewake.runner.process.notices import pause_notice
@@ -44,7 +43,9 @@ from rewake.runner.process.waiting import (
     resume_path,
     wait_for_mark,
 )
-from rewake.sweeper.announce import Announcer, Notice
+from rewake.runner.store import records
+from rewake.runner.store.base import JSON, Store, StoreError
+from rewake.runner.store.records import RunRecord
 
 #: What a resume started by hand tells the agent unless the user gives a prompt.
 MANUAL_PROMPT = "Continue the task from where it stopped."
@@ -571,7 +572,7 @@ def conversation_moved_on(
 ) -> conversations.Continuation | None:
     """Why the conversation must not be resumed, when it moved on since the failed attempt:
     the CLI's own store shows a turn after it, or an open interactive CLI holds it
-    (rewake.runner.local.conversations). None to resume. When the store cannot tell, the
+    (rewake.runner.clis.conversations). None to resume. When the store cannot tell, the
     documented default is to resume (rewake is the net for a conversation nobody continues),
     and `say` gets why."""
     since = conversations.failed_at(store.get_session(record.root_id), record.run_id,

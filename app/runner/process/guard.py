@@ -19,8 +19,8 @@ import os
 from pathlib import Path
 from typing import IO, Any
 
-from rewake.runner.local import records
-from rewake.runner.local.records import RecordError
+from rewake.runner.store import records
+from rewake.runner.store.records import RecordError
 
 
 class SessionBusy(Exception):

@@ -7,8 +7,8 @@ import os
 from collections.abc import Callable
 
 from rewake.instants import local_clock, parse_instant
-from rewake.runner.local.store_base import JSON
-from rewake.sweeper.announce import Announcer, Notice
+from rewake.notifications.apprise_notices import Announcer, Notice
+from rewake.runner.store.base import JSON
 
 
 def announcer_from_env(warn: Callable[[str], None]) -> Announcer | None:

@@ -18,7 +18,7 @@ from typing import Any
 from rewake.parsers import parse
 from rewake.parsers.verdict import Verdict, format_instant
 from rewake.reports.rules import CLI_TEXT_LIMIT_CHARS, keep_last_part
-from rewake.runner.local.providers import Event, Provider, provider_named
+from rewake.runner.clis.providers import Event, Provider, provider_named
 from rewake.runner.process.supervise import Finished
 
 #: Verdict kinds that stop a run whatever the exit status.

@@ -31,9 +31,9 @@ from types import FrameType
 from typing import IO, Any
 
 from rewake.printable import printable
-from rewake.runner.local import records
-from rewake.runner.local.providers import Event, Provider
+from rewake.runner.clis.providers import Event, Provider
 from rewake.runner.process.narrate import Narrator
+from rewake.runner.store import records
 from rewake.spawn_env import without_rewake_settings
 
 #: Characters of non-event output kept for the failure report (its end: the banner is there).

@@ -27,9 +27,9 @@ from typing import IO
 from rewake.executors.base import Delivery, Outcome
 from rewake.instants import local_clock, parse_instant
 from rewake.reports.banners import describe_wait
-from rewake.runner.local import records
-from rewake.runner.local.store import JSON, LocalStore, Store
 from rewake.runner.process.guard import SessionLock
+from rewake.runner.store import records
+from rewake.runner.store.stores import JSON, LocalStore, Store
 from rewake.sweeper import step
 from rewake.sweeper.config import SweeperConfig
 

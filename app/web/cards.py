@@ -14,23 +14,14 @@ from typing import Literal
 from rewake.context import JSON
 from rewake.instants import parse_instant
 from rewake.reports.outcome_words import outcome_reason, what_was_said
-from rewake.reports.refusal_words import REFUSAL_REASONS, as_sentence
+from rewake.reports.refusal_words import REFUSALS, as_sentence
 
 #: Each refusal of `PUT .../auto-resume` (and the other refusals a click may meet) in words.
 #: The page's script shows the same words for a refusal that arrives when a button is clicked.
-#: The arming refusals' reasons are shared with the terminal; the page's way around native
-#: auto-continue is its "Turn on anyway" button, and the other codes only a click meets.
+#: The arming refusals are the one table shared with the terminal, with the page's way around
+#: each (`rewake.reports.refusal_words`); the other codes only a click meets.
 REFUSAL_WORDS: dict[str, str] = {
-    **{code: as_sentence(reason) for code, reason in REFUSAL_REASONS.items()},
-    "native_auto_continue": as_sentence(
-        f"{REFUSAL_REASONS['native_auto_continue']}; turn auto-resume on anyway only if it does not"
-    ),
-    # The page arms no fresh start (re-running the task is the user's choice, made where the
-    # work directory is): it names the command that does.
-    "conversation_not_saved": as_sentence(
-        f"{REFUSAL_REASONS['conversation_not_saved']}; to start the task afresh after the "
-        "reset, arm that on the command line: rewake auto-resume NAME on --fresh-if-missing"
-    ),
+    **{code: as_sentence(words.on_page()) for code, words in REFUSALS.items()},
     "mark_not_uncertain": "The mark was settled meanwhile; reload to see how.",
     "mark_ambiguous": "Several resumes are uncertain; settle them from the API, naming each.",
     "session_deleted": "The session was deleted.",

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rewake.runner.local.user_files import SetupError, home_of
+from rewake.runner.setup.user_files import SetupError, home_of
 
 #: Seconds Claude Code gives the hook; the hook itself gives up after 20.
 HOOK_TIMEOUT_S = 30
@@ -29,6 +29,9 @@ ENTRIES: tuple[tuple[str, str | None, tuple[str, ...]], ...] = (
     # Claude Code's own auto-continue: continued, or given up (rewake.runner.hook.native). The
     # matcher names the notification types (a list of words, matched whole); others never run it.
     ("Notification", NATIVE_TYPES, ("hook", "claude")),
+    # A main turn's end: a workflow run Claude Code paused at a limit and then declined to wait
+    # out is reported here (rewake.runner.hook.workflow); without a held run, one file lookup.
+    ("Stop", None, ("hook", "claude")),
 )
 
 JSON = dict[str, Any]

@@ -5,7 +5,7 @@ Three events, each sent once, by whoever knows it: a limit paused a session (`re
 records the failure), the resume was sent (the sweeper when it records the outcome; `rewake run`
 when it fires the mark itself), and the resume failed, turned uncertain or expired (the sweeper,
 or `rewake run` for a resume it fired). The signed notify webhook (REWAKE_NOTIFY_URL,
-`rewake.sweeper.notify`) is separate and unchanged.
+`rewake.notifications.webhook`) is separate and unchanged.
 
 Best effort, off the main work's path: notifications go out one after another on a daemon
 thread, so neither a sweep nor `rewake run` waits for one; `close()` gives those in flight a

@@ -27,10 +27,10 @@ from rewake.printable import printable
 from rewake.reports.banners import banner_for, describe_wait, format_local
 from rewake.reports.evidence import evidence_line
 from rewake.reports.outcome_words import outcome_reason
-from rewake.reports.refusal_words import REFUSAL_REASONS
+from rewake.reports.refusal_words import REFUSALS
 from rewake.reports.session_json import current_failure, shown_text
-from rewake.runner.local import records
-from rewake.runner.local.records import RecordError
+from rewake.runner.store import records
+from rewake.runner.store.records import RecordError
 
 JSON = dict[str, Any]
 DASH = "—"
@@ -38,19 +38,6 @@ LIVE_STATES = ("armed", "claimed", "sending")
 #: Lines of a failure's CLI output shown by `rewake show`, and the width each is cut to.
 TAIL_LINES = 8
 TAIL_WIDTH = 200
-
-#: Why the store refused to arm, in words (the API's 409 codes). Only the terminal's way
-#: around native auto-continue, a flag, is its own; the reasons are shared with the page.
-REFUSALS: dict[str, str] = {
-    **REFUSAL_REASONS,
-    "native_auto_continue": (
-        f"{REFUSAL_REASONS['native_auto_continue']}; add --despite-native to arm anyway"
-    ),
-    "conversation_not_saved": (
-        f"{REFUSAL_REASONS['conversation_not_saved']}; add --fresh-if-missing to arm that"
-    ),
-}
-
 
 def cell(value: Any) -> Text:
     """A line or table cell: control characters shown as escapes, markup never read."""
@@ -87,8 +74,9 @@ GENERIC_DETAIL = frozenset(
 def refusal_words(code: str, detail: str | None = None) -> str:
     """Why the store refused, in words; the store's detail is added when it says more (which
     of the reasons a code covers, the limit message's own words)."""
-    words = REFUSALS.get(code, code.replace("_", " "))
-    if not detail or detail in words or (code in REFUSALS and code in GENERIC_DETAIL):
+    known = REFUSALS.get(code)
+    words = known.in_terminal() if known else code.replace("_", " ")
+    if not detail or detail in words or (known and code in GENERIC_DETAIL):
         return words
     return f"{words} ({detail})"
 

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from rewake.runner.local import provider_env
-from rewake.runner.local.records import state_dir
-from rewake.runner.local.store_base import database_url
-from rewake.runner.local.user_files import SetupError, home_of, remove_file, write_file
+from rewake.runner.clis import provider_env
+from rewake.runner.setup.user_files import SetupError, home_of, remove_file, write_file
+from rewake.runner.store.base import database_url
+from rewake.runner.store.records import state_dir
 
 UNIT_NAME = "rewake-sweeper.service"
 AGENT_LABEL = "dev.rewake.sweeper"

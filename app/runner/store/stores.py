@@ -31,10 +31,9 @@ from rewake.errors import DomainError
 from rewake.marks import service as marks
 from rewake.marks.rules import SweepersWill
 from rewake.parsers import parse
-from rewake.reports import actions, failures
-from rewake.reports import views as session_views
+from rewake.reports import failures
 from rewake.reports.body import FailureBody
-from rewake.runner.local.store_base import (
+from rewake.runner.store.base import (
     DATABASE_FILE,
     JSON,
     Clock,
@@ -47,9 +46,11 @@ from rewake.runner.local.store_base import (
 )
 from rewake.secret_env import SecretError
 from rewake.sessions.repository import SessionFilter
+from rewake.sessions.service import actions
+from rewake.sessions.service import reads as session_views
 from rewake.settings import Settings, explain
 
-#: The names of rewake.runner.local.store_base are this module's too: callers that open a store
+#: The names of rewake.runner.store.base are this module's too: callers that open a store
 #: import them from here.
 __all__ = [
     "DATABASE_FILE",

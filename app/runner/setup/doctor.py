@@ -25,10 +25,10 @@ from rewake.db.engine import Database
 from rewake.heartbeats import executors_seen_since, latest_heartbeat
 from rewake.instants import instant
 from rewake.marks.rules import SweepersWill, sweepers_will
-from rewake.runner.local import provider_env
-from rewake.runner.local.hostzone import host_zone
-from rewake.runner.local.records import state_dir
-from rewake.runner.local.store import StoreError, database_url, local_settings, token_parts
+from rewake.runner.clis import provider_env
+from rewake.runner.clis.hostzone import host_zone
+from rewake.runner.store.records import state_dir
+from rewake.runner.store.stores import StoreError, database_url, local_settings, token_parts
 from rewake.spawn_env import without_rewake_settings
 
 #: How long one `--help` or `--version` may take (a CLI may check for updates first).

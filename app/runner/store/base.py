@@ -1,7 +1,7 @@
 """What every user of a store needs, without loading one: the calls a store answers (`Store`),
 its refusal (`StoreError`), the id check and where the local database lives.
 
-The stores themselves (rewake.runner.local.store) load SQLAlchemy, the domain or httpx: a
+The stores themselves (rewake.runner.store.stores) load SQLAlchemy, the domain or httpx: a
 command imports them only once it knows it has something to read or write. The hook runs on
 every prompt typed in Claude Code, and most prompts are in sessions rewake never saw.
 """
@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from rewake.ids import ID_HELP, ID_RE
-from rewake.runner.local.records import state_dir
+from rewake.runner.store.records import state_dir
 
 JSON = dict[str, Any]
 Clock = Callable[[], datetime]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from rewake.ids import ID_HELP, ID_RE
-from rewake.runner.local.providers import valid_cli_id
+from rewake.runner.clis.providers import valid_cli_id
 
 
 class RecordError(ValueError):
