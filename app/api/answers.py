@@ -1,9 +1,10 @@
 """The JSON answers of the API, as pydantic models: what the OpenAPI document says each route
 returns, and what it does return. The domain builds each answer as JSON (`rewake.reports.views`,
-`rewake.marks.service`, `rewake.reports.failures`); the session routes (rewake.api.routes)
-validate it into its model and FastAPI writes the model, so an answer that does not fit (a
-field missing, of the wrong type, or not declared here) fails as a 500 instead of reaching a
-host. A field added there must be added here.
+`rewake.marks.service`, `rewake.reports.failures`, `rewake.parsers`); the routes
+(rewake.api.routes, and /api/parse and /readyz in rewake.api.ops) validate it into its model
+and FastAPI writes the model, so an answer that does not fit (a field missing, of the wrong
+type, or not declared here) fails as a 500 instead of reaching a host. A field added there
+must be added here.
 
 Every field is listed and required, nullable where the answer may hold null. The document
 still lets answers gain fields (hosts ignore what they do not know): it forbids none, though
