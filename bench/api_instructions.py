@@ -54,7 +54,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     with tempfile.TemporaryDirectory() as directory:
         dumps = Path(directory)
-        callgrind = ["valgrind", "--tool=callgrind", f"--log-file={dumps}/valgrind.log",
+        # `rewake serve` re-executes itself to take its secrets out of its environment
+        # (rewake.secret_env): callgrind must follow it into the new image.
+        callgrind = ["valgrind", "--tool=callgrind", "--trace-children=yes",
+                     f"--log-file={dumps}/valgrind.log",
                      f"--callgrind-out-file={dumps}/callgrind.out"]  # fmt: skip
         database = f"sqlite:///{directory}/bench.db"
         with server(database, None, under=callgrind, patience_s=600) as serving:

@@ -1,11 +1,15 @@
 """The JSON answers of the API, as pydantic models: what the OpenAPI document says each route
-returns. The routes still answer the domain's own JSON (`rewake.sessions.service.reads`,
-`rewake.marks.service`, `rewake.parsers`); these models describe it and are never used to
-rebuild it, so a field added there must be added here (the schemathesis walk in
-tests/integration/test_api_schemathesis.py validates every answer it gets against them).
+returns, and what it does return. The domain builds each answer as JSON
+(`rewake.sessions.service.reads`, `rewake.marks.service`, `rewake.reports.failures`,
+`rewake.parsers`); the routes
+(rewake.api.routes, and /api/parse and /readyz in rewake.api.ops) validate it into its model
+and FastAPI writes the model, so an answer that does not fit (a field missing, of the wrong
+type, or not declared here) fails as a 500 instead of reaching a host. A field added there
+must be added here.
 
-Every field is listed and required, nullable where the answer may hold null; answers may
-gain fields (hosts ignore what they do not know), so none forbids extra ones.
+Every field is listed and required, nullable where the answer may hold null. The document
+still lets answers gain fields (hosts ignore what they do not know): it forbids none, though
+the models refuse any the running version does not declare.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from rewake.marks.states import MarkState
 from rewake.parsers.verdict import Form, Kind, Provider
@@ -23,8 +27,15 @@ SessionState = Literal["running", "paused", "finished", "cancelled"]
 RunStatus = Literal["running", "paused", "completed"]
 
 
+def _open_to_new_fields(schema: dict[str, Any]) -> None:
+    """The document promises no more than the fields listed: a later version may add some."""
+    schema.pop("additionalProperties", None)
+
+
 class Answer(BaseModel):
     """An answer the API writes (never read from a request)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_open_to_new_fields)
 
 
 # The Verdict: rewake.parsers.verdict.Verdict.to_json

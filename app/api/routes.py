@@ -7,13 +7,14 @@ reads are plain `def` routes on the thread pool.
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Any
+from typing import Annotated, TypeVar
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path, Query, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
 from rewake.api import answers
+from rewake.api.answers import Answer
 from rewake.api.deps import AppServices, Reader, RequestContext
 from rewake.api.json_body import TolerantJSONRoute
 from rewake.api.openapi import problems
@@ -24,6 +25,7 @@ from rewake.api.schemas import (
     RootId,
     RunId,
 )
+from rewake.context import JSON
 from rewake.logs import log_event
 from rewake.marks import service as marks
 from rewake.reports import failures
@@ -55,8 +57,14 @@ ARM_REFUSALS = (
 )
 
 
-def _answer(content: Any, status: int = 200) -> JSONResponse:
-    return JSONResponse(content, status_code=status)
+A = TypeVar("A", bound=Answer)
+
+
+def _answer(model: type[A], content: JSON) -> A:
+    """The domain's answer as the route's declared model, which FastAPI then writes: an answer
+    that does not fit its model (a field missing, unknown or of the wrong type) fails here, a
+    500, instead of reaching a host."""
+    return model.model_validate(content)
 
 
 def _refuse_reserved(root_id: str) -> None:
@@ -71,8 +79,8 @@ def _refuse_reserved(root_id: str) -> None:
     response_model=answers.Tombstone,
     responses=problems("invalid_request", "tombstone_not_found"),
 )
-def get_tombstone(root_id: RootId, ctx: RequestContext, db: Reader) -> JSONResponse:
-    return _answer(session_views.tombstone_view(db, root_id, ctx))
+def get_tombstone(root_id: RootId, ctx: RequestContext, db: Reader) -> answers.Tombstone:
+    return _answer(answers.Tombstone, session_views.tombstone_view(db, root_id, ctx))
 
 
 @router.post(
@@ -93,8 +101,13 @@ def get_tombstone(root_id: RootId, ctx: RequestContext, db: Reader) -> JSONRespo
     },
 )
 async def report_failure(
-    root_id: RootId, run_id: RunId, body: FailureBody, ctx: RequestContext, services: AppServices
-) -> JSONResponse:
+    root_id: RootId,
+    run_id: RunId,
+    body: FailureBody,
+    ctx: RequestContext,
+    services: AppServices,
+    response: Response,
+) -> answers.FailureAnswer:
     _refuse_reserved(root_id)
     report = body.to_report(root_id, run_id)
     if len(report.message) > INLINE_PARSE_CHARS or report.events:
@@ -112,7 +125,13 @@ async def report_failure(
             logger, "failure_reported", root_id=root_id, run_id=run_id, attempt=body.attempt,
             kind=answer["failure_kind"], reset_at=answer["verdict"].get("reset_at"),
         )  # fmt: skip
-    return _answer(answer, 201 if created else 200)
+    if not created:
+        # The same report again gets the answer stored when it was new, as stored: it was
+        # checked against its model then, and an answer stored by an earlier rewake (before a
+        # field was added) is still that report's answer, never a 500.
+        return JSONResponse(answer, status_code=200)  # type: ignore[return-value]
+    response.status_code = 201
+    return _answer(answers.FailureAnswer, answer)
 
 
 @router.post(
@@ -123,12 +142,12 @@ async def report_failure(
 )
 async def record_attempt(
     root_id: RootId, run_id: RunId, body: AttemptBody, ctx: RequestContext, services: AppServices
-) -> JSONResponse:
+) -> answers.AttemptAnswer:
     _refuse_reserved(root_id)
     answer = await services.database.write(
         lambda db: actions.record_attempt(db, root_id, run_id, body.attempt, body.status, ctx)
     )
-    return _answer(answer)
+    return _answer(answers.AttemptAnswer, answer)
 
 
 @router.post(
@@ -139,12 +158,12 @@ async def record_attempt(
 )
 async def manual_resume(
     root_id: RootId, run_id: RunId, ctx: RequestContext, services: AppServices
-) -> JSONResponse:
+) -> answers.ResumeAnswer:
     answer = await services.database.write(
         lambda db: actions.manual_resume(db, root_id, run_id, ctx)
     )
     log_event(logger, "manual_resume", root_id=root_id, run_id=run_id, actor=ctx.actor)
-    return _answer(answer)
+    return _answer(answers.ResumeAnswer, answer)
 
 
 @router.put(
@@ -155,7 +174,7 @@ async def manual_resume(
 )
 async def put_auto_resume(
     root_id: RootId, body: AutoResumeBody, ctx: RequestContext, services: AppServices
-) -> JSONResponse:
+) -> answers.Mark:
     mark = await services.database.write(
         lambda db: marks.set_auto_resume(
             db,
@@ -170,7 +189,7 @@ async def put_auto_resume(
         logger, "auto_resume_set", root_id=root_id, enabled=body.enabled, state=mark["state"],
         actor=ctx.actor,
     )  # fmt: skip
-    return _answer(mark)
+    return _answer(answers.Mark, mark)
 
 
 @router.get(
@@ -179,8 +198,8 @@ async def put_auto_resume(
     response_model=answers.Mark,
     responses=problems(*ON_SESSION),
 )
-def get_auto_resume(root_id: RootId, ctx: RequestContext, db: Reader) -> JSONResponse:
-    return _answer(marks.mark_view(db, root_id, ctx))
+def get_auto_resume(root_id: RootId, ctx: RequestContext, db: Reader) -> answers.Mark:
+    return _answer(answers.Mark, marks.mark_view(db, root_id, ctx))
 
 
 @router.post(
@@ -193,7 +212,7 @@ def get_auto_resume(root_id: RootId, ctx: RequestContext, db: Reader) -> JSONRes
 )
 async def resolve_auto_resume(
     root_id: RootId, body: ResolveBody, ctx: RequestContext, services: AppServices
-) -> JSONResponse:
+) -> answers.Mark:
     mark = await services.database.write(
         lambda db: marks.resolve_mark(
             db, root_id, body.outcome, ctx, run_id=body.run_id, attempt=body.attempt
@@ -203,7 +222,7 @@ async def resolve_auto_resume(
         logger, "mark_resolved", root_id=root_id, run_id=mark["run_id"], attempt=mark["attempt"],
         outcome=body.outcome, actor=ctx.actor,
     )  # fmt: skip
-    return _answer(mark)
+    return _answer(answers.Mark, mark)
 
 
 @router.post(
@@ -212,11 +231,11 @@ async def resolve_auto_resume(
     response_model=answers.Session,
     responses=problems("invalid_request", "session_deleted"),
 )
-async def cancel(root_id: RootId, ctx: RequestContext, services: AppServices) -> JSONResponse:
+async def cancel(root_id: RootId, ctx: RequestContext, services: AppServices) -> answers.Session:
     _refuse_reserved(root_id)
     view = await services.database.write(lambda db: actions.cancel_session(db, root_id, ctx))
     log_event(logger, "session_cancelled", root_id=root_id, actor=ctx.actor)
-    return _answer(view)
+    return _answer(answers.Session, view)
 
 
 @router.delete(
@@ -225,10 +244,10 @@ async def cancel(root_id: RootId, ctx: RequestContext, services: AppServices) ->
     response_model=answers.Tombstone,
     responses=problems(*ON_SESSION, "session_active", "recovery_in_progress"),
 )
-async def delete(root_id: RootId, ctx: RequestContext, services: AppServices) -> JSONResponse:
+async def delete(root_id: RootId, ctx: RequestContext, services: AppServices) -> answers.Tombstone:
     tombstone = await services.database.write(lambda db: actions.delete_session(db, root_id, ctx))
     log_event(logger, "session_deleted", root_id=root_id, actor=ctx.actor)
-    return _answer(tombstone)
+    return _answer(answers.Tombstone, tombstone)
 
 
 @router.get(
@@ -257,11 +276,11 @@ def get_session(
             description="attempts skipped, newest first: the answer's attempts_next_offset",
         ),
     ] = 0,
-) -> JSONResponse:
+) -> answers.Session:
     view = session_views.session_view(
         db, root_id, ctx, attempts_limit=attempts_limit, attempts_offset=attempts_offset
     )
-    return _answer(view)
+    return _answer(answers.Session, view)
 
 
 @router.get(
@@ -300,7 +319,7 @@ def list_sessions(
     account_key: Annotated[str | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
-) -> JSONResponse:
+) -> answers.SessionList:
     where = SessionFilter(
         state=state,
         mark_state=mark_state,
@@ -308,4 +327,5 @@ def list_sessions(
         provider=provider,
         account_key=clean_text(account_key) if account_key is not None else None,
     )
-    return _answer(session_views.list_sessions(db, where, limit=limit, offset=offset, ctx=ctx))
+    page = session_views.list_sessions(db, where, limit=limit, offset=offset, ctx=ctx)
+    return _answer(answers.SessionList, page)

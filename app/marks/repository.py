@@ -32,7 +32,6 @@ from rewake.db.models import (
     MarkRow,
     SessionRow,
 )
-from rewake.db.rows import insert_kept
 from rewake.marks.pacing import AccountLoad
 from rewake.marks.states import LIVE_STATES, MarkState, check_transition
 
@@ -104,7 +103,10 @@ def marks_of_run_in(
 def insert_mark(db: Session, values: Mapping[str, Any]) -> MarkRow:
     """Write a new mark now, so that its id is known (and the live index is checked); the
     row, persistent in `db`. `values` are its columns by name (those not given are NULL)."""
-    return insert_kept(db, MarkRow(**values))
+    mark = MarkRow(**values)
+    db.add(mark)
+    db.flush()
+    return mark
 
 
 def move_mark(

@@ -163,7 +163,7 @@ def store_failure(db: Session, read: ReadReport, *, ctx: Context) -> tuple[JSON,
         "held_marks": held.held_mark_ids,
         "warnings": [warning.to_json() for warning in read.warnings],
     }
-    repo.insert_row(db, failure)  # with its answer: one INSERT, no UPDATE after it
+    repo.add(db, failure)  # with its answer: one INSERT, written with the transaction
     _append_reported(db, read, failure, ctx)
     return failure.answer, True
 
@@ -379,7 +379,7 @@ def _move_run_and_attempt(
             current_attempt=report.attempt, created_at=ctx.now, updated_at=ctx.now,
         )  # fmt: skip
         runs[report.run_id] = run
-        repo.insert_row(db, run)  # now: the attempt's upsert below refers to the run
+        repo.add_now(db, run)  # now: the attempt's upsert below refers to the run
     elif report.attempt >= run.current_attempt:
         run.current_attempt, run.status, run.updated_at = report.attempt, "paused", ctx.now
     repo.mark_attempt_failed(db, report.root_id, report.run_id, report.attempt, ctx.now)

@@ -22,8 +22,6 @@ from rewake.db.models import (
     TimelineRow,
     TombstoneRow,
 )
-from rewake.db.rows import insert_row as insert_row  # the failures' and runs' one INSERT
-from rewake.db.rows import keep_as_loaded
 from rewake.errors import DomainError
 from rewake.ids import RESERVED_ROOT_IDS
 
@@ -70,16 +68,15 @@ def lock_session(db: Session, root_id: str) -> SessionRow | None:
     return db.scalars(_LOCK_SESSION, {"root_id": root_id}, execution_options=_REFRESH).first()
 
 
-_SESSIONS = SessionRow.__table__  # type: ignore[attr-defined]
-
 #: What a new session row may be given beyond its key and its instants (`ensure_session`).
 FIRST_VALUES = ("state", "host_seen_at", "current_run_id", "current_attempt")
 
-#: A new session, by dialect: inserted unless its root_id is taken; its key is returned when
-#: it was inserted (a driver's rowcount is not reliable for an INSERT).
+#: A new session, by dialect: inserted unless its root_id is taken. The ORM's own upsert: the
+#: row it returns (only when it was inserted) is persistent in the session, as a query would
+#: have left it, so that a later change to it is written.
 _INSERT_SESSION = {
-    name: insert_fn(_SESSIONS).on_conflict_do_nothing(index_elements=["root_id"])
-    .returning(_SESSIONS.c.root_id)
+    name: insert_fn(SessionRow).on_conflict_do_nothing(index_elements=["root_id"])
+    .returning(SessionRow)
     for name, insert_fn in (("sqlite", sqlite_insert), ("postgresql", pg_insert))
 }  # fmt: skip
 
@@ -106,9 +103,9 @@ def ensure_session(
     }  # fmt: skip
     if first:
         values |= {name: first[name] for name in FIRST_VALUES if name in first}
-    if db.execute(_INSERT_SESSION[_dialect(db)], values).first() is not None:
-        # The row holds exactly these values: no need to read it back.
-        return keep_as_loaded(db, SessionRow(**values)), True
+    created = db.scalars(_INSERT_SESSION[_dialect(db)], [values]).first()
+    if created is not None:
+        return created, True
     row = lock_session(db, root_id)
     assert row is not None  # inserted or already there, and rows are only deleted under lock
     return row, False
@@ -329,6 +326,13 @@ def runs_named(db: Session, root_id: str, run_ids: Sequence[str]) -> list[RunRow
 def add(db: Session, row: Any) -> None:
     """Stage a new row; it is written with the transaction."""
     db.add(row)
+
+
+def add_now(db: Session, row: Any) -> None:
+    """Write a new row now, through the session, for a statement that follows and refers to
+    it: the row is persistent, and a later change to it is written too."""
+    db.add(row)
+    db.flush()
 
 
 def append_timeline(

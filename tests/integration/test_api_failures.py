@@ -40,6 +40,28 @@ def test_same_report_again_returns_the_stored_answer(
     assert again.json() == first.json()
 
 
+def test_an_answer_stored_by_an_earlier_version_is_replayed_as_stored(
+    api: Api, http: httpx.Client, root_id: str
+) -> None:
+    """The same report again gets the answer stored when it was new, even one stored before a
+    field of today's answer model existed: 200 with those bytes, never a 500."""
+    from sqlmodel import Session, select
+
+    from rewake.db.models import FailureRow
+
+    first = http.post(runs_url(root_id), json=failure())
+    assert first.status_code == 201
+    with Session(api.database.engine) as db:
+        row = db.exec(select(FailureRow).where(FailureRow.root_id == root_id)).one()
+        older = {k: v for k, v in row.answer.items() if k != "held_marks"}  # as stored before
+        row.answer = older
+        db.add(row)
+        db.commit()
+    again = http.post(runs_url(root_id), json=failure())
+    assert again.status_code == 200
+    assert again.json() == older and "held_marks" in first.json()
+
+
 def test_different_body_for_a_reported_attempt_is_409(http: httpx.Client, root_id: str) -> None:
     """Another body for an attempt already reported is 409 attempt_already_reported."""
     http.post(runs_url(root_id), json=failure())

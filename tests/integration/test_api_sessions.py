@@ -6,6 +6,7 @@ import httpx
 import pytest
 
 from rewake.context import iso
+from rewake.sessions.service import reads as session_views
 from tests.integration.test_api_marks import arm, drive, mark_url
 from tests.support.api import Api
 from tests.support.reports import NOT_STATED, QUOTA_LATER, failure, runs_url
@@ -239,3 +240,23 @@ def test_list_refuses_bad_filters(http: httpx.Client, query: dict[str, object]) 
     """A filter outside its values is 422 invalid_request."""
     answer = http.get("/api/agent/runs", params=query)
     assert (answer.status_code, answer.json()["code"]) == (422, "invalid_request")
+
+
+def test_an_answer_that_does_not_fit_its_model_is_a_500_and_is_not_sent(
+    api: Api, root_id: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session route checks the domain's answer against its declared model: an answer with
+    a field the model does not declare, or without one it requires, is a 500 problem, and
+    nothing of that answer reaches the host."""
+    with api.client() as http:
+        http.post(runs_url(root_id), json=failure())
+    built = session_views.session_view
+    misfits = (
+        lambda *args, **kw: built(*args, **kw) | {"stray": "x"},
+        lambda *args, **kw: {k: v for k, v in built(*args, **kw).items() if k != "mark"},
+    )
+    for misfit in misfits:
+        monkeypatch.setattr(session_views, "session_view", misfit)
+        with api.client() as http:  # a 500 closes its connection
+            answer = http.get(session_url(root_id))
+        assert answer.status_code == 500 and root_id not in answer.text

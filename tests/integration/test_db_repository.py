@@ -8,13 +8,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from sqlalchemy import event
 from sqlalchemy.exc import IntegrityError
 
+from rewake.context import Context
 from rewake.db.engine import Database
 from rewake.db.models import FailureRow, MarkRow, RunRow, SessionRow
-from rewake.db.rows import insert_kept
 from rewake.marks import repository as mark_repo
 from rewake.marks.states import IllegalTransition
+from rewake.parsers import parse
+from rewake.reports import failures
 from rewake.sessions import repository as repo
 
 NOW = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
@@ -78,38 +81,32 @@ def test_an_inserted_mark_gets_its_id_and_the_live_index_still_refuses_a_second(
         mark_repo.insert_mark(db, mark)
 
 
-def test_insert_row_writes_at_once_and_leaves_the_row_outside_the_session(
+def test_a_report_writes_its_new_run_and_failure_through_the_session(
     database: Database,
 ) -> None:
-    """insert_row writes a new run with one INSERT before it returns (a query in the same
-    transaction finds it), stays out of the session, and keeps the database's constraints (a
-    second run of that id is refused)."""
+    """The run and the failure a report creates become persistent in the transaction's
+    session (its unit of work writes them): a change made to either later in the same
+    transaction is written with the commit."""
     root_id = _root()
-    run = RunRow(root_id=root_id, run_id="r2", status="paused", current_attempt=3,
-                 created_at=NOW, updated_at=NOW)  # fmt: skip
+    report = failures.FailureReport(
+        root_id=root_id, run_id="r2", attempt=3, message="usage limit reached",
+        observed_at=NOW, zone="UTC",
+    )  # fmt: skip
+    ctx = Context(now=NOW, actor="host", resume_delay_s=30, display_zone=UTC)
+    written: list[object] = []
     with database.writer() as db, db.begin():
-        repo.ensure_session(db, root_id, NOW)
-        repo.insert_row(db, run)
-        assert run not in db and not db.new
-        (found,) = repo.list_runs(db, root_id)
-        assert (found.run_id, found.status, found.current_attempt) == ("r2", "paused", 3)
-    with pytest.raises(IntegrityError), database.writer() as db, db.begin():
-        repo.insert_row(db, run)
-
-
-def test_insert_kept_with_its_key_given_writes_the_row_and_keeps_it(database: Database) -> None:
-    """insert_kept of a row whose key is given (no id to read back) writes it at once and keeps
-    it persistent: a later change is written as an UPDATE."""
-    root_id = _root()
-    run = RunRow(root_id=root_id, run_id="r3", status="paused", current_attempt=1,
-                 created_at=NOW, updated_at=NOW)  # fmt: skip
-    with database.writer() as db, db.begin():
-        repo.ensure_session(db, root_id, NOW)
-        assert insert_kept(db, run) is run and run in db and not db.dirty
-        run.status = "running"
+        event.listen(db, "pending_to_persistent", lambda _db, row: written.append(row))
+        failures.report_failure(db, report, parse=parse, ctx=ctx)
+        db.flush()
+        (run,) = [row for row in written if isinstance(row, RunRow)]
+        (failure,) = [row for row in written if isinstance(row, FailureRow)]
+        assert (run.run_id, run.current_attempt, failure.attempt) == ("r2", 3, 3)
+        run.status, failure.reported_by = "running", "later"
     with database.reader() as db:
-        stored = db.get(RunRow, (root_id, "r3"))
-        assert stored is not None and (stored.status, stored.current_attempt) == ("running", 1)
+        stored_run = db.get(RunRow, (root_id, "r2"))
+        stored_failure = db.get(FailureRow, (root_id, "r2", 3))
+        assert stored_run is not None and stored_run.status == "running"
+        assert stored_failure is not None and stored_failure.reported_by == "later"
 
 
 def test_failure_and_run_reads_the_pair_or_nothing(database: Database) -> None:
@@ -118,7 +115,7 @@ def test_failure_and_run_reads_the_pair_or_nothing(database: Database) -> None:
     root_id = _root()
     _session_and_run(database, root_id)
     with database.writer() as db, db.begin():
-        repo.insert_row(db, FailureRow(
+        db.add(FailureRow(
             root_id=root_id, run_id="r1", attempt=1, message="limit", message_chars=5,
             truncated=False, verdict={}, verdict_kind="not_stated", native_auto_continue=False,
             failure_kind="provider_quota", failure_kind_stated=False, halted=False,
