@@ -16,21 +16,66 @@ Form = Literal["epoch", "structured", "named_zone", "offset_zone", "local_time",
 
 PROVIDERS: tuple[Provider, ...] = ("claude", "codex", "gemini")
 
-#: Every refusal code, with what it means; docs/design.md's table names the same (a test compares).
-REFUSAL_CODES: dict[str, str] = {
-    "not_stated": 'a limit with no reset time stated ("try again later")',
-    "no_reset": "waiting will not help: spend caps, credits, disabled allocation, `limit: 0`",
-    "time_not_stated": "a date with no time of day; the date is in the detail",
-    "zone_unknown": "the time needs the host's zone, which is missing, invalid or Etc/Unknown",
-    "zone_ambiguous": "the zone abbreviation names more than one offset",
-    "nonexistent_local_time": "the local time falls in a DST gap: the zone is not the CLI's",
-    "day_ambiguous": "a time printed without a date names one instant today and one tomorrow "
-    "that the CLI prints alike (a day shortened by DST)",
-    "stale": "the stated reset has already passed",
-    "out_of_window": "the reset lies further ahead than the limit's window allows",
-    "conflicting": "two live banners of one scope disagree beyond their resolution",
-    "unparseable": "a limit banner whose time could not be read",
+@dataclass(frozen=True, slots=True)
+class RefusalCode:
+    """One refusal code: what it means, and the same said to a person (the clause a banner or an
+    error shows after "auto-resume is not offered:")."""
+
+    meaning: str
+    words: str
+
+
+#: Every refusal code, the one table of them: docs/design.md's table names the same codes (a
+#: test compares), and the service words its banners and errors from it.
+REFUSALS: dict[str, RefusalCode] = {
+    "not_stated": RefusalCode(
+        'a limit with no reset time stated ("try again later")',
+        "the reset time was not stated",
+    ),
+    "no_reset": RefusalCode(
+        "waiting will not help: spend caps, credits, disabled allocation, `limit: 0`",
+        "waiting will not help",
+    ),
+    "time_not_stated": RefusalCode(
+        "a date with no time of day; the date is in the detail",
+        "the reset day was stated but not the time",
+    ),
+    "zone_unknown": RefusalCode(
+        "the time needs the host's zone, which is missing, invalid or Etc/Unknown",
+        "the reset time needs the host's time zone, which is unknown",
+    ),
+    "zone_ambiguous": RefusalCode(
+        "the zone abbreviation names more than one offset",
+        "the reset time's zone is ambiguous",
+    ),
+    "nonexistent_local_time": RefusalCode(
+        "the local time falls in a DST gap: the zone is not the CLI's",
+        "the reset time does not exist in the host's time zone",
+    ),
+    "day_ambiguous": RefusalCode(
+        "a time printed without a date names one instant today and one tomorrow that the CLI "
+        "prints alike (a day shortened by DST)",
+        "the reset time could be today's or tomorrow's (a day shortened by DST)",
+    ),
+    "stale": RefusalCode(
+        "the stated reset has already passed",
+        "the stated reset has already passed",
+    ),
+    "out_of_window": RefusalCode(
+        "the reset lies further ahead than the limit's window allows",
+        "the stated reset is further ahead than the limit allows",
+    ),
+    "conflicting": RefusalCode(
+        "two live banners of one scope disagree beyond their resolution",
+        "the limit messages disagree about the reset",
+    ),
+    "unparseable": RefusalCode(
+        "a limit banner whose time could not be read",
+        "the reset time could not be read",
+    ),
 }
+#: Each code with its meaning (the public `rewake.parsers.REFUSAL_CODES`), read off REFUSALS.
+REFUSAL_CODES: dict[str, str] = {code: refusal.meaning for code, refusal in REFUSALS.items()}
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
         "rewake.instants",
         "rewake.ids",
         "rewake.printable",
+        "rewake.jsonl",
         "rewake.spawn_env",
         "rewake.secret_env",
     },

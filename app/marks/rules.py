@@ -8,21 +8,7 @@ from datetime import datetime, timedelta
 from typing import Literal
 
 from rewake.errors import DomainError
-
-#: What a provider_quota banner says when the verdict carries no reset time.
-REFUSAL_DETAILS: dict[str, str] = {
-    "not_stated": "the reset time was not stated",
-    "no_reset": "waiting will not help",
-    "time_not_stated": "the reset day was stated but not the time",
-    "zone_unknown": "the reset time needs the host's time zone, which is unknown",
-    "zone_ambiguous": "the reset time's zone is ambiguous",
-    "nonexistent_local_time": "the reset time does not exist in the host's time zone",
-    "day_ambiguous": "the reset time could be today's or tomorrow's (a day shortened by DST)",
-    "stale": "the stated reset has already passed",
-    "out_of_window": "the stated reset is further ahead than the limit allows",
-    "conflicting": "the limit messages disagree about the reset",
-    "unparseable": "the reset time could not be read",
-}
+from rewake.parsers.verdict import REFUSALS
 
 
 def due_at_for(
@@ -96,7 +82,7 @@ def auto_resume_refusal(
 def reset_not_stated(refusal_code: str | None, refusal_detail: str | None) -> DomainError:
     """The refusal of a limit with no usable reset, naming the verdict's refusal and why."""
     code = refusal_code or "not_stated"
-    what = REFUSAL_DETAILS.get(code, REFUSAL_DETAILS["not_stated"])
+    what = REFUSALS.get(code, REFUSALS["not_stated"]).words
     said = f"{code}: {refusal_detail}" if refusal_detail else code
     return DomainError("reset_not_stated", f"{what} ({said})", refusal=code)
 

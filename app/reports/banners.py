@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime, tzinfo
 from typing import Any
 
-from rewake.marks.rules import REFUSAL_DETAILS
+from rewake.parsers.verdict import REFUSALS
 
 BUSINESS_LABELS: dict[str, tuple[str, str]] = {
     "provider_quota": ("Paused · provider limit", "the provider's usage limit stopped the run"),
@@ -73,7 +73,7 @@ def banner_for(
             detail = f"resets {when}, {describe_wait(reset_at, now)}"
         else:
             refusal = verdict.get("refusal") or {}
-            detail = REFUSAL_DETAILS.get(str(refusal.get("code")), REFUSAL_DETAILS["not_stated"])
+            detail = REFUSALS.get(str(refusal.get("code")), REFUSALS["not_stated"]).words
     elif failure_kind == "login_required" and verdict.get("login_command"):
         detail = f"run `{verdict['login_command']}`"
     elif failure_kind == "execution_failure" and verdict.get("kind") == "transient":

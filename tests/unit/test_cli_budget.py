@@ -85,6 +85,7 @@ HOOKING = LOOKING - {"rewake.runner.commands.status"} | {
     "rewake.runner.hook.claude",
     "rewake.runner.hook.continuing",
     "rewake.runner.hook.transcript",
+    "rewake.jsonl",
     "rewake.runner.process",
     "rewake.runner.process.guard",
 }

@@ -220,8 +220,8 @@ def test_what_the_sweepers_seen_will_do_with_a_due_mark(
 
 def test_every_refusal_code_of_the_parser_has_its_own_words() -> None:
     """A banner never says "the reset time was not stated" for another refusal: each code the
-    parser can give has its own words."""
-    from rewake.marks.rules import REFUSAL_DETAILS
-    from rewake.parsers import REFUSAL_CODES
+    parser can give has words of its own, and none shares another's."""
+    from rewake.parsers.verdict import REFUSALS
 
-    assert set(REFUSAL_DETAILS) == set(REFUSAL_CODES)
+    words = [refusal.words for refusal in REFUSALS.values()]
+    assert len(set(words)) == len(words) and all(words)

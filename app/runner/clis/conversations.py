@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
+
+from rewake.jsonl import tail_objects
 
 #: How much of a session file's end is read: a resume's question is about its last rows.
 TAIL_BYTES = 1 << 20
@@ -276,42 +278,12 @@ def _glob_safe(text: str) -> str:
 
 
 def _tail_rows(path: Path) -> list[dict[str, Any]] | None:
-    """The JSON-object rows of the file's last TAIL_BYTES (a cut first line dropped); None
-    when it cannot be read. A FIFO or device is not opened for long: O_NONBLOCK."""
+    """The JSON-object rows of the file's last TAIL_BYTES; None when it cannot be read (a FIFO
+    or device is not opened for long, and not read)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        return tail_objects(path, TAIL_BYTES)
     except OSError:
         return None
-    try:
-        if not _is_regular(fd):
-            return None
-        size = os.lseek(fd, 0, os.SEEK_END)
-        start = max(0, size - TAIL_BYTES)
-        chunk = os.pread(fd, TAIL_BYTES, start)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    lines = chunk.split(b"\n")[1 if start else 0 :]
-    return list(_objects(lines))
-
-
-def _is_regular(fd: int) -> bool:
-    import stat
-
-    return stat.S_ISREG(os.fstat(fd).st_mode)
-
-
-def _objects(lines: list[bytes]) -> Iterator[dict[str, Any]]:
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(row, dict):
-            yield row
 
 
 def _stamp(value: Any) -> datetime | None:

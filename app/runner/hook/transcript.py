@@ -15,13 +15,13 @@ payload alone.
 
 from __future__ import annotations
 
-import json
 import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from rewake.jsonl import NotARegularFile, tail_objects
 
 #: How much of the transcript's end is read: enough for the last turn's error rows, bounded
 #: because transcripts of long sessions reach hundreds of megabytes.
@@ -74,34 +74,13 @@ def read_transcript_tail(
             f"({allowed}); not read"
         )
     try:
-        # O_NOFOLLOW: the last part cannot have become a symlink since it was resolved;
-        # O_NONBLOCK: opening a FIFO returns at once, and fstat then refuses it.
-        fd = os.open(resolved, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC)
+        # follow=False: the last part cannot have become a symlink since it was resolved; a
+        # FIFO is opened without blocking and refused.
+        events = tail_objects(resolved, max_bytes, follow=False)
+    except NotARegularFile:
+        return TranscriptTail(problem=f"transcript_path {path!r} is not a regular file")
     except OSError as error:
         return TranscriptTail(problem=f"cannot read the transcript: {error.strerror or error}")
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return TranscriptTail(problem=f"transcript_path {path!r} is not a regular file")
-        size = os.lseek(fd, 0, os.SEEK_END)
-        start = max(0, size - max_bytes)
-        chunk = os.pread(fd, max_bytes, start)
-    except OSError as error:
-        return TranscriptTail(problem=f"cannot read the transcript: {error.strerror or error}")
-    finally:
-        os.close(fd)
-    lines = chunk.split(b"\n")
-    if start > 0:
-        lines = lines[1:]  # the first line was cut by the seek
-    events: list[dict[str, Any]] = []
-    for line in lines:
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except (ValueError, RecursionError):
-            continue  # only JSON lines are sent: a file that is not a transcript yields nothing
-        if isinstance(row, dict):
-            events.append(row)
     events = events[-max_events:]
     last_key = events[-1].get("uuid") if events else None
     return TranscriptTail(events, last_key if isinstance(last_key, str) else None)
