@@ -14,7 +14,9 @@ from typing import Any, Literal, Protocol
 
 from rewake.parsers.verdict import format_instant
 
-OutcomeState = Literal["done", "failed", "uncertain", "superseded", "logged"]
+#: Where a send ends; "armed" is no end but a deferral (the command executor only: the resume
+#: program proved it sent nothing and the mark waits again, docs/design.md#states).
+OutcomeState = Literal["done", "failed", "uncertain", "superseded", "logged", "armed"]
 
 #: The prompt sent to the agent unless REWAKE_RESUME_PROMPT says otherwise.
 DEFAULT_PROMPT = (

@@ -2,7 +2,8 @@
 changes between them that every write of a mark's state is checked against.
 
     armed ──claim──> claimed ──start──> sending ──outcome──> done | failed | uncertain
-      │                 │                                     | superseded | logged
+      │                 │                  │                  | superseded | logged
+      │                 │                  └──deferred (proved nothing sent)──> armed
       │                 └──lease lost, released──> armed
       ├──────┴──manual resume, new failure, cancel, delete, disabled──> cleared
       └──too late, host unseen──> expired
@@ -43,6 +44,9 @@ TRANSITIONS: Mapping[MarkState, frozenset[MarkState]] = {
             MarkState.UNCERTAIN,
             MarkState.SUPERSEDED,
             MarkState.LOGGED,
+            # Deferred: the resume program proved it sent nothing (an open CLI it cannot reach
+            # holds the conversation), so the mark waits again (rewake.marks.sweep.defer_send).
+            MarkState.ARMED,
         }
     ),
     MarkState.UNCERTAIN: frozenset({MarkState.DONE, MarkState.FAILED}),
@@ -50,9 +54,9 @@ TRANSITIONS: Mapping[MarkState, frozenset[MarkState]] = {
 
 #: At most one mark of a session is in one of these (a partial unique index).
 LIVE_STATES: tuple[MarkState, ...] = (MarkState.ARMED, MarkState.CLAIMED, MarkState.SENDING)
-#: Where a send may end.
+#: Where a send may end (back to armed is a deferral, not an end: `defer_send` writes it).
 OUTCOME_STATES: tuple[MarkState, ...] = tuple(
-    sorted(TRANSITIONS[MarkState.SENDING], key=list(MarkState).index)
+    sorted(TRANSITIONS[MarkState.SENDING] - set(LIVE_STATES), key=list(MarkState).index)
 )
 #: States with no way out.
 FINAL_STATES: frozenset[MarkState] = frozenset(MarkState) - TRANSITIONS.keys()
