@@ -39,6 +39,11 @@ class Exit(IntEnum):
     #: `rewake run --resume-of` for a mark whose attempt has moved on: nothing was run, so the
     #: attempt is not resumed twice.
     SUPERSEDED = 7
+    #: `rewake run --resume-of` sent nothing and the mark should wait: an open interactive CLI
+    #: holds the conversation, and either rewake cannot reach its terminal or it said it
+    #: continues by itself and has not yet. The command executor takes this status (only this
+    #: one) to put the mark back to armed, to be looked at again (docs/design.md#states).
+    DEFERRED = 8
     #: The CLI to run is not on PATH (a shell's status for a command not found).
     PROGRAM_NOT_FOUND = 127
     #: Stopped by Ctrl-C (128 + SIGINT).

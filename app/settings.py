@@ -88,6 +88,9 @@ class Settings(BaseSettings):
     webhook_timeout_s: float = Field(default=30, gt=0)
     command: str | None = None
     command_grace_s: float = Field(default=2.0, ge=0)
+    #: How long a deferred mark waits before the sweeper looks at it again (its resume program
+    #: sent nothing: an open interactive CLI holds the conversation).
+    defer_recheck_s: float = Field(default=60, gt=0)
     resume_prompt: str | None = None
     #: More variables for the programs rewake starts (rewake.spawn_env): names, or NAME* for a
     #: prefix, comma-separated; checked here so that a sweeper refuses a bad list at start.

@@ -15,9 +15,16 @@ from typing import Any, Literal, Protocol
 from rewake.marks.states import MarkState
 from rewake.parsers.verdict import format_instant
 
-#: Where a send may end (rewake.marks.states.OUTCOME_STATES).
+#: Where a send ends (rewake.marks.states.OUTCOME_STATES); ARMED is no end but a deferral (the
+#: command executor only: the resume program proved it sent nothing and the mark waits again,
+#: docs/design.md#states).
 OutcomeState = Literal[
-    MarkState.DONE, MarkState.FAILED, MarkState.UNCERTAIN, MarkState.SUPERSEDED, MarkState.LOGGED
+    MarkState.DONE,
+    MarkState.FAILED,
+    MarkState.UNCERTAIN,
+    MarkState.SUPERSEDED,
+    MarkState.LOGGED,
+    MarkState.ARMED,
 ]
 
 #: The prompt sent to the agent unless REWAKE_RESUME_PROMPT says otherwise.

@@ -19,7 +19,10 @@ passed on: the program could only record the resume in another store.
 The program is started in its own session and given `grace_s` to fail: exiting 0 or still
 running then is `done` (the resume started); exiting 7 (`rewake run --resume-of` found the
 conversation moved on since the failed attempt, and started nothing) is `superseded`; exiting
-otherwise non-zero is `failed`; a program that cannot be started is `failed` with nothing sent.
+8 (it sent nothing because an open interactive CLI holds the conversation: rewake cannot reach
+its terminal, or it said it continues by itself and has not yet) defers the mark: it goes back
+to `armed`, to be looked at again; exiting otherwise non-zero is `failed`; a program that
+cannot be started is `failed` with nothing sent.
 A failure says why in the program's own words: the last line it wrote to stderr (`rewake run`
 ends with what stopped it).
 """
@@ -221,6 +224,10 @@ class CommandExecutor:
                 "attempt_moved_on",
                 f"exited {status}: {moved_on}; nothing was resumed",
             )
+        if status == Exit.DEFERRED:
+            waits = reason or "an open interactive CLI holds the conversation"
+            detail = f"{waits}; nothing was sent, the mark waits"
+            return Outcome(MarkState.ARMED, "deferred", detail)
         detail = f"exited {status}" + (f": {reason}" if reason else " (it said nothing on stderr)")
         return Outcome(MarkState.FAILED, f"exit_{status}", detail)
 

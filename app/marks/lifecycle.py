@@ -4,6 +4,7 @@ sweeper, the reports and the API change a mark's state only by calling these.
     arm ─> armed ─claim_due─> claimed ─start (start_sending)─> sending ─settle─> done | failed
              │                  │                                     │       | uncertain | logged
              │                  ├─release, reap_lost_leases─> armed   │       | superseded
+             │                  │                                     ├─defer (nothing sent)─> armed
              ├──────────────────┴─clear_for(reason)─> cleared         └─reap_lost_leases─> uncertain
              └─expire_late, expire_host_unseen─> expired
     sending | uncertain ─settle_by_attempt (a later attempt was seen)─> done | failed
@@ -401,6 +402,46 @@ def settle(db: Session, sends: Sequence[SendResult], now: datetime) -> list[Mark
             )
         moved.extend(rows)
     return moved
+
+
+#: The outcome code of a deferred mark: armed again, its reason in outcome_detail.
+DEFERRED = "deferred"
+
+
+def defer(
+    db: Session, mark_id: int, attempt_key: str, now: datetime, due_at: datetime, reason: str
+) -> MarkRow | None:
+    """sending -> armed, for the holder of `attempt_key`, when the resume program proved that
+    it sent nothing (an open interactive CLI holds the conversation and rewake cannot reach it,
+    or it continues the conversation itself and has not yet): the mark waits again, due at
+    `due_at`, with `reason` as its outcome detail; its claim, lease and sent_at are dropped, as
+    nothing left. The timeline hears of it when the reason is new (not at every look again).
+    None when another writer moved the mark meanwhile (a later attempt's report, the reaper)."""
+    before = db.get(MarkRow, mark_id)
+    repeated = before is not None and (before.outcome, before.outcome_detail) == (DEFERRED, reason)
+    actor = before.claimed_by if before is not None else None
+    moved = mark_repo.move_held_marks(
+        db,
+        [(mark_id, attempt_key)],
+        from_state=MarkState.SENDING,
+        to_state=MarkState.ARMED,
+        now=now,
+        due_at=due_at,
+        claimed_by=None,
+        attempt_key=None,
+        lease_until=None,
+        sent_at=None,
+        outcome=DEFERRED,
+        outcome_detail=reason,
+    )
+    if not moved:
+        return None
+    if not repeated:
+        repo.append_mark_event(
+            db, moved[0], now, "mark_deferred", actor=actor,
+            detail={"reason": reason, "due_at": iso(due_at)},
+        )  # fmt: skip
+    return moved[0]
 
 
 # -- a later attempt was seen --------------------------------------------------------------

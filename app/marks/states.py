@@ -2,7 +2,8 @@
 changes between them that every write of a mark's state is checked against.
 
     armed ──claim──> claimed ──start──> sending ──outcome──> done | failed | uncertain
-      │                 │                                     | superseded | logged
+      │                 │                  │                  | superseded | logged
+      │                 │                  └──deferred (proved nothing sent)──> armed
       │                 └──lease lost, released──> armed
       ├──────┴──manual resume, new failure, cancel, delete, disabled──> cleared
       └──too late, host unseen──> expired
@@ -43,6 +44,9 @@ TRANSITIONS: Mapping[MarkState, frozenset[MarkState]] = {
             MarkState.UNCERTAIN,
             MarkState.SUPERSEDED,
             MarkState.LOGGED,
+            # Deferred: the resume program proved it sent nothing (an open CLI it cannot reach
+            # holds the conversation), so the mark waits again (rewake.marks.lifecycle.defer).
+            MarkState.ARMED,
         }
     ),
     MarkState.UNCERTAIN: frozenset({MarkState.DONE, MarkState.FAILED}),
@@ -52,9 +56,9 @@ TRANSITIONS: Mapping[MarkState, frozenset[MarkState]] = {
 LIVE_STATES: tuple[MarkState, ...] = (MarkState.ARMED, MarkState.CLAIMED, MarkState.SENDING)
 #: States in which a mark may still change on its own: live, or uncertain.
 OPEN_STATES: tuple[MarkState, ...] = (*LIVE_STATES, MarkState.UNCERTAIN)
-#: Where a send may end.
+#: Where a send may end (back to armed is a deferral, not an end: `lifecycle.defer` writes it).
 OUTCOME_STATES: tuple[MarkState, ...] = tuple(
-    sorted(TRANSITIONS[MarkState.SENDING], key=list(MarkState).index)
+    sorted(TRANSITIONS[MarkState.SENDING] - set(LIVE_STATES), key=list(MarkState).index)
 )
 #: States a mark can still be taken back from (cleared): nothing was sent.
 CLEARABLE_STATES: tuple[MarkState, ...] = tuple(

@@ -32,6 +32,8 @@ OUTCOME_REASONS: dict[str, str] = {
     "not_sent": "the resume was not sent",
     "expired": "it stayed armed too long past its due time, so it was not sent",
     "host_unseen": "its host was not seen for too long, so it was not sent",
+    "deferred": "nothing was sent: the conversation is held by an open session, and the "
+    "resume waits to be looked at again",
     # Sent, answer unknown.
     "timeout": "it was sent, but the host did not answer in time",
     "transport_error": "it was sent, but the connection broke before the answer",

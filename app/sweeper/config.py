@@ -46,12 +46,17 @@ class SweeperConfig:
     #: Tombstones of sessions deleted this many days ago are purged
     #: (REWAKE_TOMBSTONE_RETENTION_DAYS).
     tombstone_retention_days: int = 365
+    #: How long a deferred mark (its resume program sent nothing: an open CLI holds the
+    #: conversation) waits before it is looked at again (REWAKE_DEFER_RECHECK_S).
+    defer_recheck_s: float = 60.0
 
     def __post_init__(self) -> None:
         if self.interval_s <= 0 or self.lease_s <= 0 or self.workers < 1:
             raise ValueError("interval_s and lease_s must be positive, workers at least 1")
         if self.host_unseen_s is not None and self.host_unseen_s <= 0:
             raise ValueError("host_unseen_s must be positive (or None: off)")
+        if self.defer_recheck_s <= 0:
+            raise ValueError("defer_recheck_s must be positive")
         if self.send_timeout_s is not None and self.send_timeout_s <= 0:
             raise ValueError("send_timeout_s must be positive (or None: quick sends)")
 
@@ -88,6 +93,7 @@ class SweeperConfig:
             jitter_s=min(2.0, float(settings.sweep_interval_s) / 10),
             tombstone_retention_days=int(settings.tombstone_retention_days),
             send_timeout_s=_send_timeout_s(settings),
+            defer_recheck_s=float(settings.defer_recheck_s),
         )
 
 

@@ -239,7 +239,7 @@ class Dispatcher:
         now = self.clock()
         try:
             now = step.database_clock(self.database, now)
-            rows = step.finish(self.database, now, batch)
+            rows = step.finish(self.database, now, batch, defer_s=self.config.defer_recheck_s)
         except Exception as error:  # their leases run out and the reaper says uncertain
             log_event(
                 logger, "outcome_not_recorded", logging.ERROR,

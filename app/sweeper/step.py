@@ -22,11 +22,14 @@ from rewake.marks import lifecycle
 from rewake.marks.lifecycle import Claim as Claim  # the sweeper's claims, by this name too
 from rewake.marks.lifecycle import SendResult
 from rewake.marks.pacing import PacingRules
+from rewake.marks.states import MarkState
 from rewake.sessions.tombstones import purge_expired
 
 #: How long a start may wait for a lock on PostgreSQL before backing off (below the server's
 #: deadlock_timeout of 1 s, so that in any lock cycle with an API request the sweeper yields).
 START_LOCK_TIMEOUT_MS = 500
+#: How long a deferred mark waits before it is looked at again (REWAKE_DEFER_RECHECK_S).
+DEFER_RECHECK_S = 60.0
 
 
 def delivery_of(row: MarkRow, sent_at: datetime, cli_session_id: str | None) -> Delivery:
@@ -234,14 +237,26 @@ def release(database: Database, now: datetime, claims: Sequence[Claim]) -> int:
 
 
 def finish(
-    database: Database, now: datetime, results: Sequence[tuple[Delivery, Outcome]]
+    database: Database,
+    now: datetime,
+    results: Sequence[tuple[Delivery, Outcome]],
+    *,
+    defer_s: float = DEFER_RECHECK_S,
 ) -> list[MarkRow | None]:
     """sending -> each outcome's state, for the holder of the attempt key, in one
     transaction; a row for each send, in order, or None where the mark was settled meanwhile
-    (a later attempt's report, the reaper)."""
-    sends = [SendResult(d.mark_id, d.attempt_key, o.state, o.code, o.detail) for d, o in results]
+    (a later attempt's report, the reaper). An outcome `armed` defers the mark (nothing was
+    sent): armed again, due `defer_s` from `now`."""
+    sends = [SendResult(d.mark_id, d.attempt_key, o.state, o.code, o.detail)
+             for d, o in results if o.state != MarkState.ARMED]  # fmt: skip
     with database.writer() as db, db.begin():
         moved = {row.id: row for row in lifecycle.settle(db, sends, now)}
+        for delivery, outcome in results:
+            if outcome.state == MarkState.ARMED:
+                due = now + timedelta(seconds=defer_s)
+                reason = outcome.detail or outcome.code
+                row = lifecycle.defer(db, delivery.mark_id, delivery.attempt_key, now, due, reason)
+                moved.update({row.id: row} if row is not None else {})
     return [moved.get(delivery.mark_id) for delivery, _ in results]
 
 

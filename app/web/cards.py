@@ -215,6 +215,11 @@ def outcome_words(mark: JSON, otherwise: str | None) -> str | None:
 def _mark_words(mark: JSON, state: str, resume_delay_s: int) -> MarkView:
     """The words of each state; an outcome's technical detail ("pid 29954 exited 1") is never
     the words, it is shown beside them (`mark_technical`)."""
+    if state == "armed" and mark.get("outcome") == "deferred":
+        said = mark.get("outcome_detail")
+        return MarkView("warn", "Waiting: an open session holds the conversation",
+                        str(said) if said else outcome_words(mark, None),
+                        due_at=mark["due_at"])  # fmt: skip
     if state == "armed":
         held = held_for_account(mark, resume_delay_s)
         return MarkView(

@@ -56,6 +56,22 @@ def test_a_mark_moved_later_than_its_reset_is_held_for_the_account() -> None:
         assert shown is not None and shown.detail == "armed by alice; resumes once, after the reset"
 
 
+def test_a_deferred_mark_reads_as_waiting_with_its_reason() -> None:
+    """Armed again after a deferral: the page says it waits for the open session, with the
+    reason as the words, and counts down to the next look."""
+    why = "an open Claude Code (pid 4242) holds this conversation; nothing was sent"
+    deferred = mark(
+        state="armed", armed_by="alice", due_at="2026-11-30T16:41:30Z", outcome="deferred",
+        outcome_detail=why,
+    )  # fmt: skip
+    shown = views.mark_view(deferred, resume_delay_s=30)
+    assert shown is not None
+    assert (shown.tone, shown.headline, shown.detail) == (
+        "warn", "Waiting: an open session holds the conversation", why,
+    )  # fmt: skip
+    assert shown.due_at == "2026-11-30T16:41:30Z"
+
+
 @pytest.mark.parametrize(
     "state",
     ["armed", "claimed", "sending", "uncertain", "done", "failed", "logged", "expired",

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,23 @@ def test_a_registration_whose_pid_is_another_process_holds_nothing(tmp_path: Pat
     env = claude_env(tmp_path, CLAUDE_FAILED_TURN)
     register(env, os.getpid(), "1")
     assert claude_holder(SID, env) is None
+
+
+def test_a_registered_claude_that_ended_unreaped_holds_nothing(tmp_path: Path) -> None:
+    """A Claude that exited but whose parent has not reaped it yet (a zombie: its pid and start
+    time still answer) no longer holds the conversation."""
+    env = claude_env(tmp_path, CLAUDE_FAILED_TURN)
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        started = start_time(child.pid)
+        register(env, child.pid, started)
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the child never ended"
+            time.sleep(0.05)
+        assert claude_holder(SID, env) is None
+    finally:
+        child.wait()
 
 
 def test_an_open_session_holds_the_conversation_even_without_wait_here(tmp_path: Path) -> None:
@@ -372,30 +390,142 @@ def test_a_resume_after_claude_gave_up_types_into_the_open_claude(
     assert typed == [os.getpid()]
 
 
-def test_an_open_claude_rewake_cannot_reach_is_notified_with_the_reason(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+class Notices:
+    """REWAKE_NOTIFY as `rewake run` sees it: every notice sent, and each close."""
+
+    def __init__(self) -> None:
+        self.sent: list[Any] = []
+
+    def send(self, notice: Any) -> None:
+        self.sent.append(notice)
+
+    def close(self) -> None:
+        self.sent.append("closed")
+
+
+def defer_in_the_store(mark_id: int, reason: str) -> None:
+    """What the sweeper makes of a resume program's exit 8, on the local database: the mark
+    claimed, sent, and deferred (armed again, outcome `deferred`)."""
+    from rewake.executors.base import Outcome
+    from rewake.marks.pacing import PacingRules
+    from rewake.runner.store.stores import LocalStore
+    from rewake.sweeper import step
+
+    store = LocalStore.from_settings(dict(os.environ))
+    try:
+        now = FAILED_AT + timedelta(days=2)  # past the due time: the reset is the next day's
+        claims = step.claim_or_expire(store.database, now, limit=1, sweeper_id="s", lease_s=60,
+                                      only_ids=[mark_id]).claims  # fmt: skip
+        (sent,) = step.start(store.database, now, claims, PacingRules(9, 0), lease_s=60).deliveries
+        step.finish(store.database, now, [(sent, Outcome("armed", "deferred", reason))])
+    finally:
+        store.close()
+
+
+def test_an_open_claude_rewake_cannot_reach_defers_the_mark_and_notifies_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The open Claude holding the conversation runs in no tmux pane: no headless Claude is
-    started, the mark ends superseded (exit 7), and REWAKE_NOTIFY hears why at once."""
+    started, the program exits 8 (the mark waits) with the reason as its last line, and
+    REWAKE_NOTIFY hears why once: the look again of a mark already deferred says nothing."""
     from rewake.cli import main
     from rewake.exits import Exit
     from rewake.runner.commands import run
     from rewake.runner.process import panes
 
-    sent: list[Any] = []
-
-    class Announcer:
-        def send(self, notice: Any) -> None:
-            sent.append(notice)
-
-        def close(self) -> None:
-            sent.append("closed")
-
+    notices = Notices()
     monkeypatch.setattr(panes, "find_pane", lambda pid: None)
-    monkeypatch.setattr(run, "_announcer", Announcer)
+    monkeypatch.setattr(run, "_announcer", lambda: notices)
     root_id, mark_id = armed_session(tmp_path, monkeypatch)
     register(claude_env(tmp_path, CLAUDE_FAILED_TURN), os.getpid(), start_time(os.getpid()))
+    assert main(["run", "--resume-of", str(mark_id), "--", "continue"]) == Exit.DEFERRED == 8
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"rewake run: mark {mark_id} waits: an open Claude Code (pid ")
+    assert "runs in no tmux pane rewake can reach" in last
+    assert len(notices.sent) == 2 and notices.sent[1] == "closed"
+    assert notices.sent[0].title == f"Not resumed, continue it by hand · {root_id}"
+    assert "runs in no tmux pane rewake can reach" in notices.sent[0].body
+    defer_in_the_store(mark_id, last)
+    assert main(["run", "--resume-of", str(mark_id), "--", "continue"]) == Exit.DEFERRED
+    assert len(notices.sent) == 2
+
+
+def test_a_pane_that_took_keys_but_not_the_resume_ends_superseded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Keys reached the open Claude's input box but Enter was not taken: the conversation may
+    hold half a prompt, so the mark is not deferred (a second try could type it twice); it ends
+    superseded (exit 7) and the person is told."""
+    from rewake.cli import main
+    from rewake.exits import Exit
+    from rewake.runner.commands import run
+    from rewake.runner.process import panes
+
+    notices = Notices()
+    monkeypatch.setattr(panes, "find_pane", lambda pid: panes.Pane("/tmp/none", "%1"))
+    monkeypatch.setattr(panes, "type_into", lambda pane, text: panes.NotTyped(
+        "Enter was not taken", keys_sent=True))  # fmt: skip
+    monkeypatch.setattr(run, "_announcer", lambda: notices)
+    _root_id, mark_id = armed_session(tmp_path, monkeypatch)
+    register(claude_env(tmp_path, CLAUDE_FAILED_TURN), os.getpid(), start_time(os.getpid()))
     assert main(["run", "--resume-of", str(mark_id), "--", "continue"]) == Exit.SUPERSEDED
-    assert len(sent) == 2 and sent[1] == "closed"
-    assert sent[0].title == f"Not resumed, continue it by hand · {root_id}"
-    assert "runs in no tmux pane rewake can reach" in sent[0].body
+    assert "was not resumed" in notices.sent[0].body
+
+
+def test_wait_here_not_yet_continued_waits_without_a_notice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """"Wait here" chosen, Claude still open and neither continued nor said it gave up (it may
+    yet report quota_auto_resume_stale after a sleep): the resume waits (exit 8), nothing is
+    typed or started, and no person is told (Claude is expected to continue)."""
+    from rewake.cli import main
+    from rewake.exits import Exit
+    from rewake.runner.commands import run
+
+    notices = Notices()
+    typed: list[int] = []
+    monkeypatch.setattr(run, "_type_into_holder", lambda record, pid, *a: typed.append(pid))
+    monkeypatch.setattr(run, "_announcer", lambda: notices)
+    _root_id, mark_id = armed_session(tmp_path, monkeypatch)
+    register(claude_env(tmp_path, [*CLAUDE_FAILED_TURN, *WAIT_HERE]), os.getpid(),
+             start_time(os.getpid()))  # fmt: skip
+    assert main(["run", "--resume-of", str(mark_id), "--", "continue"]) == Exit.DEFERRED
+    assert typed == [] and notices.sent == []
+
+
+def test_wait_here_and_claudes_own_continue_fired_stands_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """"Wait here" chosen and Claude's own continuation fired (quota_auto_resume_fired on
+    record): Claude continued, so the mark ends superseded (exit 7), never waits."""
+    from dataclasses import replace
+
+    from rewake.cli import main
+    from rewake.exits import Exit
+    from rewake.runner.store import records
+
+    root_id, mark_id = armed_session(tmp_path, monkeypatch)
+    register(claude_env(tmp_path, [*CLAUDE_FAILED_TURN, *WAIT_HERE]), os.getpid(),
+             start_time(os.getpid()))  # fmt: skip
+    record = records.load(root_id)
+    assert record is not None
+    note = native("quota_auto_resume_fired")
+    records.save(replace(record, extra={**record.extra, records.NATIVE: note}))
+    assert main(["run", "--resume-of", str(mark_id), "--", "continue"]) == Exit.SUPERSEDED
+
+
+def test_the_command_executor_takes_exit_8_for_a_deferral() -> None:
+    """A resume program that exits 8 defers the mark (outcome state armed, code deferred), its
+    last stderr line as the reason; nothing else does."""
+    from rewake.executors.base import Delivery
+    from rewake.executors.command import CommandExecutor
+
+    delivery = Delivery(
+        mark_id=7, root_id="root-1", run_id="run-1", attempt=2, attempt_key="9f2c1d0e4b5a6978-7",
+        reset_at=FAILED_AT, resolution_s=60, due_at=FAILED_AT, armed_by="alice",
+        armed_at=FAILED_AT, sent_at=FAILED_AT,
+    )  # fmt: skip
+    said = "import sys; print('rewake run: mark 7 waits: held', file=sys.stderr); sys.exit(8)"
+    outcome = CommandExecutor([sys.executable, "-c", said], grace_s=30).deliver(delivery)
+    assert (outcome.state, outcome.code) == ("armed", "deferred")
+    assert outcome.detail == "rewake run: mark 7 waits: held; nothing was sent, the mark waits"

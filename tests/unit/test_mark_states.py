@@ -25,11 +25,12 @@ ALLOWED = [
     ("claimed", "armed"),
     ("uncertain", "done"),
     ("uncertain", "failed"),
+    ("sending", "armed"),  # deferred: the resume program proved it sent nothing
 ]
 REFUSED = [
     ("armed", "sending"),  # nothing is sent without a claim
-    ("sending", "armed"),  # a send that may have happened is never retried blindly
-    ("uncertain", "armed"),
+    ("uncertain", "armed"),  # a send that may have happened is never retried blindly
+    ("sending", "claimed"),
     ("sending", "cleared"),  # a resume under way cannot be taken back
     ("done", "armed"),
     ("expired", "armed"),

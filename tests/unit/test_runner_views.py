@@ -143,6 +143,18 @@ def test_mark_lines_show_due_time_armer_and_warnings() -> None:
     ]
 
 
+def test_mark_lines_of_a_deferred_mark_say_it_waits_and_why() -> None:
+    """A mark armed again after a deferral: still its due time, and the reason nothing was
+    sent (an open Claude holds the conversation) on a line of its own."""
+    why = "an open Claude Code (pid 4242) holds this conversation; nothing was sent"
+    deferred = {**ARMED, "warnings": [], "outcome": "deferred", "outcome_detail": why}
+    assert views.mark_lines(deferred, ROOT, NOW, BERLIN) == [
+        "Auto-resume armed: resumes 17:41 CET, in 2 h 15 min",
+        "  armed by local:alice at 15:20 CET, for the reset at 17:40 CET",
+        f"  waiting, nothing sent: {why}",
+    ]
+
+
 def test_mark_lines_offer_the_command_or_say_why_not() -> None:
     """No mark: the command that arms it when offered, else the refusal in words."""
     offered = {"state": None, "offer": {"available": True, "code": None, "detail": None}}

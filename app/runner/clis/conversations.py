@@ -52,6 +52,10 @@ class Continuation:
     holder_pid: int | None = None
     #: Whether that process continues the conversation by itself ("Wait here").
     continues_itself: bool = False
+    #: It said it will, and has not yet (no turn after the failure, no word that its own
+    #: continuation fired): whether it does is still to be seen, so a resume waits and looks
+    #: again rather than stand down for good.
+    pending: bool = False
 
 
 def check(
@@ -158,7 +162,7 @@ def _held(holder: Holder, *, waits: bool = False) -> Continuation:
         why = "a second Claude beside it would be two writers on one conversation"
     return Continuation(
         "moved_on", f"an open Claude Code (pid {holder.pid}) holds this conversation and "
-        f"continues it: {why}; rewake starts no headless Claude", holder.pid, waits,
+        f"continues it: {why}; rewake starts no headless Claude", holder.pid, waits, waits,
     )  # fmt: skip
 
 
@@ -310,19 +314,21 @@ def _clock(at: datetime) -> str:
 
 
 def _alive(pid: int, started: Any) -> bool:
-    """Whether `pid` runs and, when its start time is on record, is still that process (the
-    22nd field of /proc/<pid>/stat, as Claude Code records it)."""
+    """Whether `pid` runs (a zombie does not) and, when its start time is on record, is still
+    that process (the 22nd field of /proc/<pid>/stat, as Claude Code records it)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         pass  # another user's process: it exists
-    if not isinstance(started, str):
-        return True
     try:
         stat_line = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8", errors="replace")
     except OSError:
         return True  # no /proc (macOS): the pid alone must do
     fields = stat_line.rpartition(")")[2].split()
+    if fields[:1] in (["Z"], ["X"]):
+        return False  # it ended, and its parent has not reaped it: it holds nothing
+    if not isinstance(started, str):
+        return True
     return len(fields) > 19 and fields[19] == started

@@ -366,6 +366,11 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
             return Exit.STORE
         if (moved := _moved_on(store, record, env)) is not None:
             reason = moved.reason
+            if moved.holder_pid is not None and moved.pending:
+                # It said it continues by itself and has not yet: it may still give up (slept
+                # past the reset, turned off) before it says so. Look again rather than stand
+                # down for good; nothing is sent meanwhile.
+                return _defer(store, record, mark_id, lock, reason, notify=False)
             if moved.holder_pid is not None and not moved.continues_itself:
                 prompt = " ".join(rest) or DEFAULT_PROMPT
                 plan = _workflow_plan(record)
@@ -375,15 +380,19 @@ def _resume_of(mark_id: int, rest: list[str]) -> int:
                           file=sys.stderr)  # fmt: skip
                     return Exit.REFUSED
                 prompt = plan.prompt(prompt) if plan is not None else prompt
-                why_not = _type_into_holder(record, moved.holder_pid, prompt, lock)
-                if why_not is None:
+                not_typed = _type_into_holder(record, moved.holder_pid, prompt, lock)
+                if not_typed is None:
                     print(f"rewake run: mark {mark_id}: typed the resume into the open Claude "
                           f"Code (pid {moved.holder_pid})", file=sys.stderr)  # fmt: skip
                     return Exit.OK
                 reason = (f"an open Claude Code (pid {moved.holder_pid}) holds this conversation "
                           f"and will not continue by itself, and rewake cannot type into it "
-                          f"({why_not}): type the resume there")  # fmt: skip
-                # Nobody continues the conversation now: a person must hear of it at once.
+                          f"({not_typed.reason}): type the resume there")  # fmt: skip
+                if not not_typed.keys_sent:
+                    # Nothing reached it: the mark waits, and continues it headless once that
+                    # Claude is closed (or types into it once its pane shows it at its prompt).
+                    return _defer(store, record, mark_id, lock, reason, notify=True)
+                # Some keys reached its input box: a second try could type them twice.
                 _notify_unreachable(root_id, mark_id, reason)
             lock.release()
             print(printable(f"rewake run: mark {mark_id} not resumed: {reason}"), file=sys.stderr)
@@ -448,16 +457,41 @@ def _moved_on(store: Store, record: RunRecord, env: dict[str, str]) -> Continuat
     return conversation_moved_on(store, record, env, say=say)
 
 
-def _notify_unreachable(root_id: str, mark_id: int, reason: str) -> None:
+def _defer(
+    store: Store, record: RunRecord, mark_id: int, lock: SessionLock, reason: str, *, notify: bool
+) -> int:
+    """Nothing was sent, and the open CLI holding the conversation may yet be reached or
+    closed: exit DEFERRED, which the command executor records as the mark waiting again
+    (docs/design.md#states), with `reason` (the last line on stderr) as its outcome detail.
+    With `notify`, REWAKE_NOTIFY hears it once: not when the mark was already deferred."""
+    lock.release()
+    if notify and _first_deferral(store, record.root_id):
+        _notify_unreachable(record.root_id, mark_id, reason, waits=True)
+    print(printable(f"rewake run: mark {mark_id} waits: {reason}"), file=sys.stderr)
+    return Exit.DEFERRED
+
+
+def _first_deferral(store: Store, root_id: str) -> bool:
+    """Whether the mark being sent was not deferred before (a mark looked at again keeps the
+    outcome of its last deferral until it ends); True when the store cannot say."""
+    try:
+        return store.get_mark(root_id).get("outcome") != "deferred"
+    except StoreError:
+        return True
+
+
+def _notify_unreachable(root_id: str, mark_id: int, reason: str, *, waits: bool = False) -> None:
     """REWAKE_NOTIFY's notice that the open Claude holding the conversation cannot be reached
-    (the mark ends `superseded`: its state machine has no way back to waiting); nothing when
-    no notifier is set."""
+    (the mark waits, or, when keys reached its input box, ends `superseded`); nothing when no
+    notifier is set."""
     announcer = _announcer()
     if announcer is None:
         return
+    what = ("is waiting: rewake resumes it once that Claude is closed" if waits
+            else "was not resumed")  # fmt: skip
     try:
         announcer.send(Notice(f"Not resumed, continue it by hand · {root_id}",
-                              f"{root_id}: mark {mark_id} was not resumed: {reason}",
+                              f"{root_id}: mark {mark_id} {what}: {reason}",
                               "warning"))  # fmt: skip
     finally:
         announcer.close()
@@ -475,14 +509,16 @@ def _workflow_plan(record: RunRecord) -> workflows.ResumePlan | None:
     return plan
 
 
-def _type_into_holder(record: RunRecord, pid: int, prompt: str, lock: SessionLock) -> str | None:
+def _type_into_holder(
+    record: RunRecord, pid: int, prompt: str, lock: SessionLock
+) -> panes.NotTyped | None:
     """Continue the conversation in the interactive CLI that holds it, by typing `prompt` into
     its tmux pane (rewake.runner.process.panes); None once typed, else why not. The session's
     lock is let go first and the prompt noted in the record: the hook that Claude Code runs
     for it (UserPromptSubmit) then lets it through as rewake's own, and records the attempt."""
     pane = panes.find_pane(pid)
     if pane is None:
-        return "it runs in no tmux pane rewake can reach"
+        return panes.NotTyped("it runs in no tmux pane rewake can reach")
     typed = " ".join(prompt.split())
     records.save(replace(record, extra={**record.extra, TYPED_RESUME: typed}))
     lock.release()

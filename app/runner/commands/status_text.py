@@ -200,6 +200,8 @@ def mark_lines(mark: JSON | None, root_id: str, now: datetime, zone: tzinfo | No
             f"  armed by {mark.get('armed_by') or DASH} at {at(mark.get('armed_at'), now, zone)}"
             f", for the reset at {at(mark.get('reset_at'), now, zone)}"
         )
+        if mark.get("outcome") == "deferred":
+            lines.append(f"  waiting, nothing sent: {mark.get('outcome_detail') or DASH}")
     elif state == "sending":
         lines.append("Auto-resume sending: the resume is being delivered now")
     elif state:

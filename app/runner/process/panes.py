@@ -32,6 +32,15 @@ ENTER_RETRIES = 2
 
 
 @dataclass(frozen=True, slots=True)
+class NotTyped:
+    """Why the resume was not typed, and whether any key reached the pane before that (the
+    screen check failed first: none did, and the conversation is as it was)."""
+
+    reason: str
+    keys_sent: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Pane:
     """A tmux pane: the server's socket and the pane's id."""
 
@@ -123,29 +132,30 @@ def at_prompt(screen: str) -> bool:
     return bool(PROMPT.search(screen)) and not BUSY.search(screen)
 
 
-def type_into(pane: Pane, text: str, tmux: str | None = None) -> str | None:
+def type_into(pane: Pane, text: str, tmux: str | None = None) -> NotTyped | None:
     """Type `text` and Enter into `pane` after checking its screen; None when typed, else why
-    not, in words."""
+    not, and whether some keys were sent before it stopped."""
     tmux = tmux or shutil.which("tmux")
     if tmux is None:
-        return "tmux is not installed here"
+        return NotTyped("tmux is not installed here")
     screen = _tmux(tmux, pane.socket, "capture-pane", "-p", "-t", pane.pane_id)
     if screen is None:
-        return f"tmux pane {pane.pane_id} cannot be read"
+        return NotTyped(f"tmux pane {pane.pane_id} cannot be read")
     if not at_prompt(screen):
-        return f"tmux pane {pane.pane_id} does not show Claude Code waiting at its prompt"
+        return NotTyped(f"tmux pane {pane.pane_id} does not show Claude Code waiting at its prompt")
     one_line = " ".join(text.split())
     if _tmux(tmux, pane.socket, "send-keys", "-t", pane.pane_id, "-l", one_line) is None:
-        return f"typing into tmux pane {pane.pane_id} failed"
+        return NotTyped(f"typing into tmux pane {pane.pane_id} failed", keys_sent=True)
     for _ in range(1 + ENTER_RETRIES):
         time.sleep(PASTE_GAP_S)
         if _tmux(tmux, pane.socket, "send-keys", "-t", pane.pane_id, "Enter") is None:
-            return f"pressing Enter in tmux pane {pane.pane_id} failed"
+            return NotTyped(f"pressing Enter in tmux pane {pane.pane_id} failed", keys_sent=True)
         time.sleep(3 * PASTE_GAP_S)
         if not _still_in_input(_tmux(tmux, pane.socket, "capture-pane", "-p", "-t", pane.pane_id)
                                or "", one_line):  # fmt: skip
             return None
-    return f"the text stays in the input box of tmux pane {pane.pane_id}; Enter was not taken"
+    return NotTyped(f"the text stays in the input box of tmux pane {pane.pane_id}; Enter was "
+                    "not taken", keys_sent=True)  # fmt: skip
 
 
 def _still_in_input(screen: str, text: str) -> bool:
