@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rewake import heartbeats
 from rewake.db.engine import Database
-from rewake.marks import repository as mark_repo
 from rewake.runner.store.stores import StoreError
 from tests.support.db import migrate
 from tests.support.run import attempts_of, epoch_in, make_run_env, process_running
@@ -70,7 +70,7 @@ def test_a_held_conversation_waits_then_resumes_headless_once_the_holder_closed(
 
         def heartbeat_seen() -> bool:
             with database.reader() as db:
-                return mark_repo.latest_heartbeat(db) is not None
+                return heartbeats.latest_heartbeat(db) is not None
 
         # Seen, so that rewake run leaves the firing to the sweeper.
         assert wait_until(heartbeat_seen, 60), (tmp_path / "sweeper.log").read_text()

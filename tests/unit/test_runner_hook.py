@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -482,7 +483,7 @@ def test_a_prompt_while_the_mark_is_sending_is_blocked_and_records_nothing(
     no attempt is recorded started, and the record is not marked continued."""
     assert fire(tmp_path, limit_payload(tmp_path, "a1")).armed
     set_mark_state(tmp_path, state)
-    result = fire(tmp_path, PROMPT)
+    result = fire(tmp_path, PROMPT, REWAKE_HOOK_LOOK_WAIT_S="0")
     assert result.blocked and result.attempt is None
     [line] = result.lines
     assert "resuming this conversation headless right now" in line and state in line
@@ -508,12 +509,63 @@ def test_a_prompt_while_a_rewake_run_holds_the_session_lock_is_blocked(tmp_path:
         held.write("pid 4242: resume-of mark 1\n")
         held.flush()
         opened: list[str] = []
-        result = fire(tmp_path, PROMPT, opened=opened)
+        result = fire(tmp_path, PROMPT, opened=opened, REWAKE_HOOK_LOOK_WAIT_S="0")
         assert result.blocked and opened == [] and "pid 4242: resume-of mark 1" in result.lines[0]
         assert attempt_statuses(tmp_path) == ["failed"]
     assert lock_holder(ROOT, env) is None  # the hook's probe let go of it at once
     after = fire(tmp_path, PROMPT)
     assert not after.blocked and after.attempt == 2
+
+
+def test_a_prompt_during_a_look_that_defers_goes_through_once_the_look_ends(
+    tmp_path: Path,
+) -> None:
+    """The sweeper's resume holds the lock with the mark sending while it only looks (an open
+    Claude continues by itself): Claude's own continuation arriving then waits for the look,
+    and once the lock is free and the mark armed again (deferred), it is recorded as the
+    continuation (attempt 2 started, the mark cleared) instead of being blocked."""
+    import fcntl
+    import threading
+
+    assert fire(tmp_path, limit_payload(tmp_path, "a1")).armed
+    env = {"REWAKE_STATE_DIR": str(tmp_path / "state")}
+    path = records.lock_path(ROOT, env)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    held = path.open("a+", encoding="utf-8")
+    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    set_mark_state(tmp_path, "sending")
+
+    def the_look_defers() -> None:
+        time.sleep(0.6)
+        fcntl.flock(held, fcntl.LOCK_UN)
+        held.close()
+        time.sleep(0.3)
+        set_mark_state(tmp_path, "armed")
+
+    looking = threading.Thread(target=the_look_defers)
+    looking.start()
+    try:
+        result = fire(tmp_path, PROMPT, REWAKE_HOOK_LOOK_WAIT_S="5")
+    finally:
+        looking.join()
+    assert not result.blocked and result.attempt == 2
+    assert attempt_statuses(tmp_path) == ["failed", "started"]
+    store = local_store(tmp_path, NOW)
+    try:
+        assert (store.get_session(ROOT).get("mark") or {}).get("state") == "cleared"
+    finally:
+        store.close()
+
+
+def test_a_prompt_during_a_resume_that_runs_is_blocked_after_the_wait(tmp_path: Path) -> None:
+    """A resume that really runs (the mark stays sending past the wait): the prompt is blocked
+    after REWAKE_HOOK_LOOK_WAIT_S, nothing recorded."""
+    assert fire(tmp_path, limit_payload(tmp_path, "a1")).armed
+    set_mark_state(tmp_path, "sending")
+    started = time.monotonic()
+    result = fire(tmp_path, PROMPT, REWAKE_HOOK_LOOK_WAIT_S="1")
+    assert result.blocked and time.monotonic() - started >= 1
+    assert attempt_statuses(tmp_path) == ["failed"]
 
 
 def test_a_reopened_session_during_the_resume_is_warned_not_recorded(tmp_path: Path) -> None:
@@ -543,6 +595,7 @@ def test_the_command_exits_2_with_the_reason_on_stderr_when_blocked(
     monkeypatch.setenv("REWAKE_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("REWAKE_DATABASE_URL", f"sqlite:///{tmp_path / 'r.db'}")
     monkeypatch.delenv("REWAKE_URL", raising=False)
+    monkeypatch.setenv("REWAKE_HOOK_LOOK_WAIT_S", "0")
     fire(tmp_path, limit_payload(tmp_path, "a1"))
     set_mark_state(tmp_path, "sending")
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps(PROMPT).encode())))
@@ -629,7 +682,8 @@ def test_the_resume_rewake_typed_into_the_session_is_let_through(tmp_path: Path)
     assert record is not None
     typed = "Continue the task from where it stopped."
     records.save(replace(record, extra={**record.extra, records.TYPED_RESUME: typed}), env)
-    assert fire(tmp_path, {**PROMPT, "prompt": "something else"}).blocked
+    other = {**PROMPT, "prompt": "something else"}
+    assert fire(tmp_path, other, REWAKE_HOOK_LOOK_WAIT_S="0").blocked
     result = fire(tmp_path, {**PROMPT, "prompt": typed})
     assert not result.blocked and result.attempt == 2
     assert attempt_statuses(tmp_path) == ["failed", "started"]

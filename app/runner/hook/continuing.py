@@ -14,6 +14,7 @@ only shows stderr to the user there), so it gets the same words as a warning.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 
@@ -32,6 +33,12 @@ from rewake.runner.store.base import JSON, Store, StoreError
 
 #: Mark states in which the headless resume is, or may be, running (see guard.py).
 RESUMING_STATES = frozenset({"sending", "uncertain"})
+#: How long a prompt waits for a resume's look to end before it is blocked (`_look_ends`);
+#: REWAKE_HOOK_LOOK_WAIT_S sets it (0: block at once), within the hook's own 20 s.
+LOOK_WAIT_ENV = "REWAKE_HOOK_LOOK_WAIT_S"
+LOOK_WAIT_S = 8.0
+MAX_LOOK_WAIT_S = 12.0
+LOOK_POLL_S = 0.25
 
 
 def continue_by_hand(
@@ -55,7 +62,8 @@ def continue_by_hand(
         return
     # The lock first: it needs no store, and a run resumes (or a manual `rewake run --resume`
     # runs) whether or not this prompt was already settled.
-    if (holder := lock_holder(root_id, env)) is not None:
+    holder = lock_holder(root_id, env)
+    if holder is not None and not _look_ends(hook, root_id, env, open_store):
         block(hook, result, root_id, f"a rewake run holds its lock: {holder}")
         return
     if old.extra.get(CONTINUED) == old.attempt:
@@ -66,8 +74,10 @@ def continue_by_hand(
         session = store.get_session(root_id)
         mark = session.get("mark") or {}
         if mark.get("state") in RESUMING_STATES and not typed_by_rewake(hook, old):
-            block(hook, result, root_id, f"mark {mark.get('id')} is {mark['state']}")
-            return
+            if mark.get("state") != "sending" or not _look_ends(hook, root_id, env, open_store):
+                block(hook, result, root_id, f"mark {mark.get('id')} is {mark['state']}")
+                return
+            session = store.get_session(root_id)
         _record(hook, result, store, session, old, root_id, env)
     except StoreError as error:
         if error.code not in ("session_not_found", "session_deleted"):
@@ -100,6 +110,40 @@ def _record(
     extra = {**old.extra, CONTINUED: attempt}
     extra.pop(records.TYPED_RESUME, None)  # let through once
     records.save(replace(old, attempt=attempt, extra=extra), env)
+
+
+def _look_ends(
+    hook: HookInput, root_id: str, env: Mapping[str, str], open_store: Callable[[], Store]
+) -> bool:
+    """Whether the resume that holds the conversation turns out, within LOOK_WAIT_S, to have
+    been only a look: the sweeper's `rewake run --resume-of` holds the lock and the mark is
+    `sending` while it checks whether the conversation moved on, and when an open Claude will
+    continue it by itself, nothing is sent and the mark waits again (docs/run.md). Claude's own
+    continuation arriving in that window is that very continuation: blocked, nobody would
+    continue. So a prompt waits for the lock to be free and the mark to leave `sending`; a
+    resume that really runs the CLI holds both for minutes, and the prompt is blocked as
+    before. A SessionStart does not wait: it cannot be blocked anyway."""
+    if hook.hook_event_name != "UserPromptSubmit":
+        return False
+    try:
+        wait_s = float(env.get(LOOK_WAIT_ENV, LOOK_WAIT_S))
+    except ValueError:
+        wait_s = LOOK_WAIT_S
+    deadline = time.monotonic() + max(0.0, min(wait_s, MAX_LOOK_WAIT_S))
+    while time.monotonic() < deadline:
+        time.sleep(LOOK_POLL_S)
+        if lock_holder(root_id, env) is not None:
+            continue
+        store = open_store()
+        try:
+            mark = store.get_session(root_id).get("mark") or {}
+        except StoreError:
+            return False
+        finally:
+            store.close()
+        if mark.get("state") != "sending":
+            return mark.get("state") not in RESUMING_STATES
+    return False
 
 
 def typed_by_rewake(hook: HookInput, record: records.RunRecord) -> bool:
