@@ -36,7 +36,16 @@ from typing import Any
 
 import mock_provider as mp
 import pytest
-from realcli_drive import Box, Tmux, claude_env, cli_binary, codex_env, waits_for
+from realcli_drive import (
+    Box,
+    Tmux,
+    claude_env,
+    cli_binary,
+    codex_env,
+    end_tree,
+    run_ended,
+    waits_for,
+)
 from realcli_install import CLAUDE, CODEX
 from sweeper_support import start_sweeper, stop_all
 from test_realcli_run import hook_settings, rewake_env, session_of, sessions_of_or_empty
@@ -207,14 +216,11 @@ def test_rewake_run_does_not_resume_a_conversation_continued_by_hand(
                 by_hand = [str(binary), "-p", "--resume", conversation, "--", "go on"]
             else:
                 by_hand = [str(binary), "exec", "resume", conversation, "--json", "--", "go on"]
-            done = subprocess.run(by_hand, cwd=box.work, env=env, capture_output=True, text=True,
-                                  timeout=120, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+            done = run_ended(by_hand, cwd=box.work, env=env, capture_output=True, timeout=120)
             assert done.returncode == 0, done.stdout + done.stderr
             out = process.communicate(timeout=240)[0]
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
+            end_tree(process)
         seen = mock.requests(api)
     limit = next(i for i, s in enumerate(seen) if s.kind == "limit")
     after = [s for s in seen[limit + 1 :] if PROMPT in json.dumps(s.body)]

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import mock_provider as mp
 import pytest
-from realcli_drive import Box, claude_env, cli_binary, codex_env, gemini_env
+from realcli_drive import Box, claude_env, cli_binary, codex_env, end_tree, gemini_env
 from realcli_install import CLAUDE, CODEX, GEMINI, Pin
 
 pytestmark = pytest.mark.realcli
@@ -64,16 +64,10 @@ class Served:
         return done.stdout + done.stderr
 
     def stop(self) -> None:
+        """End the run and the service with everything below them: the service's resumes
+        (`rewake run --resume-of`) and the CLIs they start in sessions of their own."""
         for proc in (self.run, self.serve):
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in (self.run, self.serve):
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        if self.run.stdout is not None:
-            self.run.stdout.close()
+            end_tree(proc, grace_s=20)
         self.mock.stop()
 
 
