@@ -1,9 +1,11 @@
-"""The real-CLI tier's supervised runs start with the tier's first test, when any test that
-needs them was selected: they spend minutes waiting for resets, which then overlap the
-matrix instead of adding to it. Not earlier: the mock stamps each answer with time.time(),
-which other tiers' tests pin with freezegun; the tier's tests run together, and the
-last module waits for the runs. Whatever was started is ended when the session finishes,
-however it finishes."""
+"""The real-CLI tier's supervised runs start early, when any test that needs them was
+selected: they spend minutes waiting for resets, which then overlap other tests instead of
+adding to them. In a run on one process they start with the tier's first test; on a parallel
+run's workers (each real-CLI module is a group of its own, tests/conftest.py), with the first
+test of test_realcli_run.py, on the one worker that runs it: its tests that wait for the runs
+come after its other tests. Not earlier: the mock stamps each answer with time.time(), which
+other tiers' tests pin with freezegun; the runs' tests wait for them. Whatever was started is
+ended when the session finishes, however it finishes."""
 
 from __future__ import annotations
 
@@ -31,16 +33,37 @@ def _start() -> None:
 _wanted: list[bool] = []
 
 
+def _waits_for_runs(item: pytest.Item) -> bool:
+    return "runs" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """In each module, the tests that wait for the supervised runs go after the others, so
+    that those overlap the runs' waits (stable otherwise: every worker orders alike)."""
+    modules = {item.path for item in items if _waits_for_runs(item)}
+    for module in modules:
+        places = [i for i, item in enumerate(items) if item.path == module]
+        block = [items[i] for i in places]
+        block.sort(key=_waits_for_runs)
+        for i, item in zip(places, block, strict=True):
+            items[i] = item
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.option.collectonly:
         return
-    _wanted[:] = [any("runs" in getattr(item, "fixturenames", ()) for item in session.items)]
+    _wanted[:] = [any(_waits_for_runs(item) for item in session.items)]
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Called for this folder's tests only: the first one starts the runs."""
-    if _wanted == [True] and not _started:
-        _start()
+    """Called for this folder's tests only: in one process the first one starts the runs; in
+    a parallel run's worker, the first of the module whose tests wait for them (the worker
+    that runs that module; the others never start them)."""
+    if _wanted != [True] or _started:
+        return
+    if hasattr(item.config, "workerinput") and item.path.name != "test_realcli_run.py":
+        return
+    _start()
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
