@@ -9,6 +9,7 @@ ended when the session finishes, however it finishes."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -24,10 +25,56 @@ def _start() -> None:
     from test_realcli_run import start_all
 
     _started["root"] = Path(tempfile.mkdtemp(prefix="rewake-realcli-run-"))
+    module_tag = os.environ.get(TREE_ENV)
+    os.environ[TREE_ENV] = f"{os.getpid()}:runs"  # they outlive the module they start in
     try:
         _started["runs"] = start_all(_started["root"])
     except BaseException as failed:  # a skip or failure belongs to the tests that need it
         _started["error"] = failed
+    finally:
+        if module_tag is None:
+            os.environ.pop(TREE_ENV, None)
+        else:
+            os.environ[TREE_ENV] = module_tag
+
+
+#: Every process a real-CLI module starts carries this variable, "<pytest's pid>:<module>"
+#: (realcli_drive.base_env passes it into the CLIs' own environments; the rest inherit it),
+#: and whatever still carries it when its module ends is ended then: a process a test lost
+#: track of (its parent killed, or one that left its parent's session and process group) is
+#: found by what it inherited, not by parentage, which ends with its parent.
+TREE_ENV = "REWAKE_TEST_TREE"
+
+
+def _carrying(tag: str, *, prefix: bool = False) -> list[int]:
+    """The processes whose environment has TREE_ENV set to `tag` (or to a value under it)."""
+    wanted = f"{TREE_ENV}={tag}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            variables = (entry / "environ").read_bytes().split(b"\0")
+        except OSError:  # ended meanwhile, or not ours to read
+            continue
+        if any(v == wanted or (prefix and v.startswith(wanted)) for v in variables):
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _module_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Tags what the module starts (set before its other fixtures start anything); after
+    its fixtures have ended, ends whatever carries the tag still."""
+    from realcli_drive import end_processes
+
+    tag = f"{os.getpid()}:{request.path.name}"
+    os.environ[TREE_ENV] = tag
+    try:
+        yield
+    finally:
+        os.environ.pop(TREE_ENV, None)
+        end_processes(_carrying(tag))
 
 
 _wanted: list[bool] = []
@@ -69,6 +116,10 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     for run in _started.get("runs", {}).values():
         run.end()
+    if _wanted:  # this process collected the tier: nothing it started outlives the session
+        from realcli_drive import end_processes
+
+        end_processes(_carrying(f"{os.getpid()}:", prefix=True))
     if "root" in _started:
         shutil.rmtree(_started["root"], ignore_errors=True)
     _started.clear()

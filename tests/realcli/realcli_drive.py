@@ -96,6 +96,9 @@ def base_env(box: Box, binary: Path, zone: str | None, *, interactive: bool) -> 
         env["NO_COLOR"] = "1"
     if zone is not None:
         env["TZ"] = zone
+    tree = os.environ.get("REWAKE_TEST_TREE")  # what the tier's conftest.py ends a module with
+    if tree is not None:
+        env["REWAKE_TEST_TREE"] = tree
     return env
 
 
