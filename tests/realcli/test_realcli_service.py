@@ -123,12 +123,16 @@ def start(name: str, pin: Pin, root: Path, argv: list[str], *, pass_env: str) ->
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Served]]:
-    """The four cases, started together (Gemini's reset is 310 s ahead)."""
+    """The four cases, started together, Gemini's first: its reset is 310 s ahead, and the
+    others' starts (a service each, up before its run starts) overlap that wait instead of
+    adding to it."""
     root = tmp_path_factory.mktemp("realcli-service")
     for pin in (CLAUDE, CODEX, GEMINI):
         cli_binary(pin)
     cases: dict[str, Served] = {}
     try:
+        cases["gemini"] = start("svc-gemini", GEMINI, root, ["gemini", "-p", "fix the tests"],
+                                pass_env=OFFLINE_PASS)  # fmt: skip
         cases["claude"] = start("svc-claude", CLAUDE, root, ["claude", "-p", "fix the tests"],
                                 pass_env=OFFLINE_PASS)  # fmt: skip
         cases["codex"] = start("svc-codex", CODEX, root, ["codex", "exec", "fix the tests"],
@@ -140,8 +144,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Serve
             ["codex", "exec", "fix the tests"],
             pass_env=OFFLINE_PASS,
         )
-        cases["gemini"] = start("svc-gemini", GEMINI, root, ["gemini", "-p", "fix the tests"],
-                                pass_env=OFFLINE_PASS)  # fmt: skip
         yield cases
     finally:
         for case in cases.values():
