@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,6 +97,9 @@ def base_env(box: Box, binary: Path, zone: str | None, *, interactive: bool) -> 
         env["NO_COLOR"] = "1"
     if zone is not None:
         env["TZ"] = zone
+    tree = os.environ.get("REWAKE_TEST_TREE")  # what the tier's conftest.py ends a module with
+    if tree is not None:
+        env["REWAKE_TEST_TREE"] = tree
     return env
 
 
@@ -159,10 +163,7 @@ class Ran:
 def run_headless(argv: list[str], env: dict[str, str], cwd: Path,
                  timeout: float = HEADLESS_TIMEOUT_S) -> Ran:  # fmt: skip
     started = time.monotonic()
-    done = subprocess.run(
-        argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout,
-        stdin=subprocess.DEVNULL, check=False,
-    )  # fmt: skip
+    done = run_ended(argv, env=env, cwd=cwd, capture_output=True, timeout=timeout)
     observed_at = datetime.now(UTC)  # once, when everything the CLI printed is in
     return Ran(done.stdout, done.stderr, done.returncode, observed_at,
                time.monotonic() - started)  # fmt: skip
@@ -240,6 +241,41 @@ class Tmux:
         shutil.rmtree(self._socket_dir, ignore_errors=True)
 
 
+def run_ended(argv: list[str], *, timeout: float, capture_output: bool = False,
+              **popen: Any) -> subprocess.CompletedProcess[str]:  # fmt: skip
+    """`subprocess.run(argv, text=True, stdin=DEVNULL, ...)`, except that a run that does not
+    end in time (or a test interrupted while it runs) ends with everything it started.
+
+    subprocess.run kills the one process it started and leaves the rest running without a
+    parent: the node process a Gemini CLI relaunches itself in, or the CLI under `rewake run`
+    (in a session of its own), which then retries a limit for as long as it likes (one did so
+    for 20 minutes after its test had failed on the timeout)."""
+    if capture_output:
+        popen.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    popen.setdefault("stdin", subprocess.DEVNULL)
+    process = subprocess.Popen(argv, text=True, **popen)
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except BaseException:
+        end_tree(process)
+        raise
+    return subprocess.CompletedProcess(argv, process.returncode, out, err)
+
+
+def end_tree(process: subprocess.Popen[Any], grace_s: float = 3.0) -> None:
+    """End `process` and every process below it (found before any is signalled: a child
+    whose parent has gone is no longer found by parentage), SIGKILL after `grace_s`, then
+    reap it and close its pipes."""
+    if process.poll() is None:
+        end_processes(descendants([process.pid]), grace_s)
+    with contextlib.suppress(subprocess.TimeoutExpired, ValueError):
+        process.communicate(timeout=10)  # reaps it; its pipes are closed once all have ended
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            stream.close()
+    process.wait()
+
+
 def descendants(roots: list[int]) -> list[int]:
     """`roots` and every process below them, by parent id."""
     table = subprocess.run(["ps", "-eo", "pid=,ppid="], capture_output=True, text=True,
@@ -272,11 +308,13 @@ def end_processes(pids: list[int], grace_s: float = 3.0) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether `pid` has not ended: a zombie (ended, its parent has not yet reaped it) has,
+    and waiting on it would only spend the grace."""
     try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, PermissionError):
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return False
-    return True
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
 def waits_for(pattern: str) -> Callable[[str], bool]:

@@ -15,9 +15,11 @@ REWAKE_REQUIRE_REALCLI=1 (as .ci/run sets it) they fail instead.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -80,14 +82,26 @@ def _node_env() -> dict[str, str]:
 def installed_version(binary: Path) -> str:
     """What `binary --version` prints (first line), or "" when it does not run."""
     try:
-        done = subprocess.run(
-            [str(binary), "--version"], capture_output=True, text=True, timeout=60,
-            check=False, env={**_node_env(), "TERM": "dumb", "NO_COLOR": "1"},
+        process = subprocess.Popen(
+            [str(binary), "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True, stdin=subprocess.DEVNULL, start_new_session=True,
+            env={**_node_env(), "TERM": "dumb", "NO_COLOR": "1"},
         )  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
+    except OSError:
         return ""
-    lines = (done.stdout or "").strip().splitlines()
-    return lines[0] if lines and done.returncode == 0 else ""
+    try:
+        out, _ = process.communicate(timeout=60)
+    except BaseException as failed:
+        # Gemini's launcher relaunches itself in a child node process, which killing the
+        # launcher alone would leave running: the whole group it started in goes.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        if isinstance(failed, subprocess.TimeoutExpired):
+            return ""
+        raise
+    lines = (out or "").strip().splitlines()
+    return lines[0] if lines and process.returncode == 0 else ""
 
 
 def version_matches(printed: str, version: str) -> bool:

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests.realcli import mock_provider as mp
-from tests.realcli.realcli_drive import Box, cli_binary, gemini_env
+from tests.realcli.realcli_drive import Box, cli_binary, gemini_env, run_ended
 from tests.realcli.realcli_install import GEMINI
 
 pytestmark = pytest.mark.realcli
@@ -78,11 +78,10 @@ def test_real_gemini_with_nothing_saved_ends_with_the_services_toggle_refused(
     page says why instead of offering "Turn auto-resume on"."""
     url, env, box, _ = service
     name = "svc-gemini-unsaved"
-    done = subprocess.run(
+    done = run_ended(
         [sys.executable, "-m", "rewake", "run", "--provider", "gemini", "--name", name,
          "--auto-resume", "--", "gemini", "-p", "fix the tests"],
-        cwd=box.work, env=env, capture_output=True, text=True, timeout=600,
-        stdin=subprocess.DEVNULL, check=False,
+        cwd=box.work, env=env, capture_output=True, timeout=600,
     )  # fmt: skip
     said = done.stdout + done.stderr
     assert done.returncode != 0, said

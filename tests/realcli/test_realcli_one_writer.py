@@ -31,13 +31,24 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.realcli import mock_provider as mp
-from tests.realcli.realcli_drive import Box, Tmux, claude_env, cli_binary, codex_env, waits_for
+from tests.realcli.realcli_cases import run_parallel
+from tests.realcli.realcli_drive import (
+    Box,
+    Tmux,
+    claude_env,
+    cli_binary,
+    codex_env,
+    end_tree,
+    run_ended,
+    waits_for,
+)
 from tests.realcli.realcli_install import CLAUDE, CODEX
 from tests.realcli.test_realcli_run import (
     hook_settings,
@@ -118,19 +129,56 @@ def run_case(tmp_path: Path, claim: str, menu: str | None, *, close: bool) -> di
         return session
 
 
-def test_wait_here_claude_continues_and_rewake_stands_down(tmp_path: Path) -> None:
+#: The cases that wait out Claude's own continuation window (the next minute's reset plus
+#: SETTLED_AFTER_RESET_S: three to four minutes each, nearly all of it asleep). One after
+#: another they took over twenty minutes; each has its own mock, tmux server, sweeper and
+#: rewake state, so the module's fixture runs them together and each test judges its own.
+OVERLAPPED: dict[str, Callable[[Path], dict[str, Any]]] = {
+    "wait_here": lambda root: run_case(root, "seven_day_opus", "2", close=False),
+    "stop_and_wait": lambda root: run_case(root, "seven_day_opus", "1", close=False),
+    "five_hour": lambda root: run_case(root, "five_hour", None, close=False),
+    "closed": lambda root: run_case(root, "seven_day_opus", None, close=True),
+    "fired": lambda root: fired_case(root),
+    "giving_up": lambda root: giving_up_case(root),
+}
+
+
+@pytest.fixture(scope="module")
+def overlapped(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, dict[str, Any] | BaseException]:
+    """Every case in OVERLAPPED, run together; a case whose run raised keeps its exception."""
+    cli_binary(CLAUDE)
+    root = tmp_path_factory.mktemp("one-writer")
+    return run_parallel(lambda name: OVERLAPPED[name](root / name), list(OVERLAPPED),
+                        workers=len(OVERLAPPED))  # fmt: skip
+
+
+def outcome(overlapped: dict[str, dict[str, Any] | BaseException], name: str) -> dict[str, Any]:
+    """The case's result, or its run's own failure raised."""
+    result = overlapped[name]
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def test_wait_here_claude_continues_and_rewake_stands_down(
+    overlapped: dict[str, dict[str, Any] | BaseException],
+) -> None:
     """(a) Opus limit, "Wait here" chosen: one continuation (Claude's); rewake's armed resume
     is cleared by it, or stands down (superseded)."""
-    session = run_case(tmp_path, "seven_day_opus", "2", close=False)
+    session = outcome(overlapped, "wait_here")
     mark = session.get("mark") or {}
     assert session["continuations"] == 1, (session["screen"], session["sweeper_log"])
     assert mark.get("state") in ("cleared", "superseded"), (mark, session["sweeper_log"])
 
 
-def test_stop_and_wait_rewake_types_the_resume_into_the_pane(tmp_path: Path) -> None:
+def test_stop_and_wait_rewake_types_the_resume_into_the_pane(
+    overlapped: dict[str, dict[str, Any] | BaseException],
+) -> None:
     """(b) Opus limit, "Stop and wait" chosen, the session open: rewake types the resume into
     that Claude's pane; one continuation, the mark done."""
-    session = run_case(tmp_path, "seven_day_opus", "1", close=False)
+    session = outcome(overlapped, "stop_and_wait")
     mark = session.get("mark") or {}
     assert session["continuations"] == 1, (session["screen"], session["sweeper_log"])
     assert mark.get("state") == "done", (mark, session["sweeper_log"], session["screen"])
@@ -139,19 +187,23 @@ def test_stop_and_wait_rewake_types_the_resume_into_the_pane(tmp_path: Path) -> 
     assert "continued by hand (UserPromptSubmit): attempt 2 started" in session["hook_log"]
 
 
-def test_five_hour_limit_claude_continues_by_itself(tmp_path: Path) -> None:
+def test_five_hour_limit_claude_continues_by_itself(
+    overlapped: dict[str, dict[str, Any] | BaseException],
+) -> None:
     """(c) five-hour limit under a day ahead: Claude continues by itself, once; rewake armed
     nothing."""
-    session = run_case(tmp_path, "five_hour", None, close=False)
+    session = outcome(overlapped, "five_hour")
     mark = session.get("mark") or {}
     assert session["continuations"] == 1, session["screen"]
     assert mark.get("state") in (None, "none"), mark
 
 
-def test_session_closed_before_the_reset_rewake_resumes_headless(tmp_path: Path) -> None:
+def test_session_closed_before_the_reset_rewake_resumes_headless(
+    overlapped: dict[str, dict[str, Any] | BaseException],
+) -> None:
     """(d) Opus limit, the session closed before the reset: rewake's headless resume is the one
     continuation, and the mark ends done."""
-    session = run_case(tmp_path, "seven_day_opus", None, close=True)
+    session = outcome(overlapped, "closed")
     mark = session.get("mark") or {}
     assert session["continuations"] == 1, session["sweeper_log"]
     assert mark.get("state") == "done", (mark, session["sweeper_log"])
@@ -213,14 +265,11 @@ def test_rewake_run_does_not_resume_a_conversation_continued_by_hand(
                 by_hand = [str(binary), "-p", "--resume", conversation, "--", "go on"]
             else:
                 by_hand = [str(binary), "exec", "resume", conversation, "--json", "--", "go on"]
-            done = subprocess.run(by_hand, cwd=box.work, env=env, capture_output=True, text=True,
-                                  timeout=120, stdin=subprocess.DEVNULL, check=False)  # fmt: skip
+            done = run_ended(by_hand, cwd=box.work, env=env, capture_output=True, timeout=120)
             assert done.returncode == 0, done.stdout + done.stderr
             out = process.communicate(timeout=240)[0]
         finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
+            end_tree(process)
         seen = mock.requests(api)
     limit = next(i for i, s in enumerate(seen) if s.kind == "limit")
     after = [s for s in seen[limit + 1 :] if PROMPT in json.dumps(s.body)]
@@ -230,11 +279,8 @@ def test_rewake_run_does_not_resume_a_conversation_continued_by_hand(
     assert (session_of(box, name).get("mark") or {}).get("state") == "superseded", out
 
 
-def test_claudes_own_continue_is_heard_through_the_notification_hook(tmp_path: Path) -> None:
-    """A five-hour limit Claude waits out by itself (the hook arms nothing), with the
-    Notification entry `rewake setup claude` writes: Claude's own continuation runs the hook
-    with `quota_auto_resume_fired`, which the hook reads from the real payload and notes for
-    the failed attempt; the mock sees one continuation, Claude's."""
+def fired_case(tmp_path: Path) -> dict[str, Any]:
+    """Drive case (e): what the hook said, the screen, the continuations counted."""
     binary = cli_binary(CLAUDE)
     box = Box.make(tmp_path)
     with mp.running() as mock:
@@ -262,16 +308,25 @@ def test_claudes_own_continue_is_heard_through_the_notification_hook(tmp_path: P
             tmux.close()
         count = len(continuations(mock))
     said = hook_log.read_text() if hook_log.exists() else ""
+    return {"said": said, "screen": screen, "count": count}
+
+
+def test_claudes_own_continue_is_heard_through_the_notification_hook(
+    overlapped: dict[str, dict[str, Any] | BaseException],
+) -> None:
+    """A five-hour limit Claude waits out by itself (the hook arms nothing), with the
+    Notification entry `rewake setup claude` writes: Claude's own continuation runs the hook
+    with `quota_auto_resume_fired`, which the hook reads from the real payload and notes for
+    the failed attempt; the mock sees one continuation, Claude's."""
+    case = outcome(overlapped, "fired")
+    said, screen, count = case["said"], case["screen"], case["count"]
     assert "continues attempt 1 itself (quota_auto_resume_fired)" in said, (said, screen)
     assert count == 1, (said, screen)
 
 
-def test_claude_giving_up_its_own_continue_arms_rewakes_resume(tmp_path: Path) -> None:
-    """(f) a five-hour limit Claude waits out by itself (the hook arms nothing); then its
-    setting `autoContinueAtUsageLimit` is turned off: Claude gives up, reports
-    `quota_auto_resume_disabled` through the Notification hook, and rewake arms the resume it
-    had left to Claude, which the sweeper types into that Claude's pane: one continuation, the
-    mark done."""
+def giving_up_case(tmp_path: Path) -> dict[str, Any]:
+    """Drive case (f): what the hook and the sweeper said, the screen, the session, the
+    continuations counted."""
     binary = cli_binary(CLAUDE)
     box = Box.make(tmp_path)
     with mp.running() as mock:
@@ -308,9 +363,25 @@ def test_claude_giving_up_its_own_continue_arms_rewakes_resume(tmp_path: Path) -
             stop_all([sweeper])
         count = len(continuations(mock))
     said = hook_log.read_text() if hook_log.exists() else ""
+    sessions = sessions_of_or_empty(box)
+    session = session_of(box, sessions[0]["root_id"]) if sessions else {}
+    swept = (box.root / "sweeper.log").read_text()
+    return {"said": said, "screen": screen, "count": count, "session": session, "swept": swept}
+
+
+def test_claude_giving_up_its_own_continue_arms_rewakes_resume(
+    overlapped: dict[str, dict[str, Any] | BaseException],
+) -> None:
+    """(f) a five-hour limit Claude waits out by itself (the hook arms nothing); then its
+    setting `autoContinueAtUsageLimit` is turned off: Claude gives up, reports
+    `quota_auto_resume_disabled` through the Notification hook, and rewake arms the resume it
+    had left to Claude, which the sweeper types into that Claude's pane: one continuation, the
+    mark done."""
+    case = outcome(overlapped, "giving_up")
+    said, screen, count, swept = case["said"], case["screen"], case["count"], case["swept"]
+    session = case["session"]
     assert "will not continue attempt 1 itself" in said, (said, screen)
     assert "(quota_auto_resume_disabled)" in said and "auto-resume armed" in said, said
-    session = session_of(box, sessions_of_or_empty(box)[0]["root_id"])
-    swept = (box.root / "sweeper.log").read_text()
+    assert session, ("no session recorded", said, swept)
     assert (session.get("mark") or {}).get("state") == "done", (session.get("mark"), swept)
     assert count == 1, (said, screen, swept)

@@ -33,8 +33,9 @@ from tests.realcli.realcli_drive import (
     cli_binary,
     codex_env,
     descendants,
-    end_processes,
+    end_tree,
     gemini_env,
+    run_ended,
     waits_for,
 )
 from tests.realcli.realcli_install import CLAUDE, CODEX, GEMINI, Pin
@@ -120,11 +121,7 @@ class Supervised:
         its own, which nothing stops once rewake is gone (a Gemini CLI retried for 20 minutes
         after its test so). So every process below `rewake run` is found first, then all get
         SIGTERM (rewake stops the CLI's group on it) and SIGKILL after a grace."""
-        if self.process.poll() is None:
-            end_processes(descendants([self.process.pid]))
-        if self.process.stdout is not None and not self.process.stdout.closed:
-            self.process.communicate()  # reaps it and closes its pipe
-        self.process.wait()
+        end_tree(self.process)
         self.mock.stop()
 
 
@@ -237,6 +234,21 @@ def test_ending_a_run_ends_the_cli_it_supervises(tmp_path: Path) -> None:
         run.end()
     assert process.returncode is not None
     assert [pid for pid in cli if process_running(pid)] == []
+
+
+def test_a_run_out_of_time_ends_with_what_it_started(tmp_path: Path) -> None:
+    """A CLI run (`run_ended`) that outlives its timeout ends with the process it started in
+    a session of its own, as `rewake run` starts the CLI: subprocess.run would leave it."""
+    pidfile = tmp_path / "child.pid"
+    parent = ("import subprocess, sys, time\n"
+              "child = subprocess.Popen(['sleep', '600'], start_new_session=True)\n"
+              "open(sys.argv[1], 'w').write(str(child.pid))\n"
+              "child.wait()\n")  # fmt: skip
+    with pytest.raises(subprocess.TimeoutExpired):
+        run_ended([sys.executable, "-c", parent, str(pidfile)], timeout=30,
+                  capture_output=True)  # fmt: skip
+    child = int(pidfile.read_text())
+    assert not process_running(child), "the child outlived the run's timeout"
 
 
 def hook_settings(box: Box) -> dict[str, Any]:

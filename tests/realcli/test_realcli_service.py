@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.realcli import mock_provider as mp
-from tests.realcli.realcli_drive import Box, claude_env, cli_binary, codex_env, gemini_env
+from tests.realcli.realcli_drive import Box, claude_env, cli_binary, codex_env, end_tree, gemini_env
 from tests.realcli.realcli_install import CLAUDE, CODEX, GEMINI, Pin
 
 pytestmark = pytest.mark.realcli
@@ -65,16 +65,10 @@ class Served:
         return done.stdout + done.stderr
 
     def stop(self) -> None:
+        """End the run and the service with everything below them: the service's resumes
+        (`rewake run --resume-of`) and the CLIs they start in sessions of their own."""
         for proc in (self.run, self.serve):
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in (self.run, self.serve):
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        if self.run.stdout is not None:
-            self.run.stdout.close()
+            end_tree(proc, grace_s=20)
         self.mock.stop()
 
 
@@ -130,12 +124,16 @@ def start(name: str, pin: Pin, root: Path, argv: list[str], *, pass_env: str) ->
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Served]]:
-    """The four cases, started together (Gemini's reset is 310 s ahead)."""
+    """The four cases, started together, Gemini's first: its reset is 310 s ahead, and the
+    others' starts (a service each, up before its run starts) overlap that wait instead of
+    adding to it."""
     root = tmp_path_factory.mktemp("realcli-service")
     for pin in (CLAUDE, CODEX, GEMINI):
         cli_binary(pin)
     cases: dict[str, Served] = {}
     try:
+        cases["gemini"] = start("svc-gemini", GEMINI, root, ["gemini", "-p", "fix the tests"],
+                                pass_env=OFFLINE_PASS)  # fmt: skip
         cases["claude"] = start("svc-claude", CLAUDE, root, ["claude", "-p", "fix the tests"],
                                 pass_env=OFFLINE_PASS)  # fmt: skip
         cases["codex"] = start("svc-codex", CODEX, root, ["codex", "exec", "fix the tests"],
@@ -147,8 +145,6 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Serve
             ["codex", "exec", "fix the tests"],
             pass_env=OFFLINE_PASS,
         )
-        cases["gemini"] = start("svc-gemini", GEMINI, root, ["gemini", "-p", "fix the tests"],
-                                pass_env=OFFLINE_PASS)  # fmt: skip
         yield cases
     finally:
         for case in cases.values():

@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from tests.realcli import mock_provider as mp
-from tests.realcli.realcli_drive import Box, claude_env, cli_binary
+from tests.realcli.realcli_drive import Box, claude_env, cli_binary, run_ended
 from tests.realcli.realcli_install import CLAUDE
 
 pytestmark = pytest.mark.realcli
@@ -198,17 +198,16 @@ class Case:
     binary: Path
 
     def rewake(self, *args: str) -> tuple[int, str]:
-        done = subprocess.run(
+        done = run_ended(
             [sys.executable, "-m", "rewake", "run", *args], cwd=self.box.work, env=self.env,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT_S,
         )  # fmt: skip
         return done.returncode, done.stdout
 
     def claude(self, *args: str) -> str:
-        done = subprocess.run(
+        done = run_ended(
             [str(self.binary), *args], cwd=self.box.work, env=self.env, stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL, timeout=RUN_TIMEOUT_S,
+            stderr=subprocess.STDOUT, timeout=RUN_TIMEOUT_S,
         )  # fmt: skip
         return done.stdout
 
