@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rewake import __version__
-from rewake.exits import Exit
+from rewake.exits import LOOKING, Exit, tell_executor
 
 #: The module that registers each command. Only the module of the command asked for is
 #: imported, so `rewake parse` never loads the service, the sweeper or the runner.
@@ -157,6 +157,9 @@ def _seal() -> int | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
+    # Started by the command executor: say at once that this is rewake looking before it
+    # resumes, so that the executor waits for the look's answer (rewake.exits.LOOK_FD_ENV).
+    tell_executor(LOOKING)
     # The first word that is no option is the command; the one top-level option with a value,
     # --print-completion, is followed by a shell's name, which is no command (its action
     # builds the whole parser itself).

@@ -6,7 +6,34 @@ died by a signal); these are rewake's own.
 
 from __future__ import annotations
 
+import os
 from enum import IntEnum
+
+#: The command executor hands `rewake run --resume-of` one end of a pipe, by its number in this
+#: variable, so that a resume's look (did the conversation move on? does an open CLI hold it?)
+#: is told apart from a resume that runs: `LOOKING` is written as the program starts, `STARTING`
+#: just before it starts a CLI or types into one. A program that said `LOOKING` is waited for
+#: until it says `STARTING` or exits (its 7 or 8 then count), not only the executor's grace;
+#: any other program is judged by the grace as before (rewake.executors.command).
+LOOK_FD_ENV = "REWAKE_LOOK_FD"
+LOOKING = b"L"
+STARTING = b"S"
+
+
+def tell_executor(word: bytes, *, last: bool = False) -> None:
+    """Write `word` to the command executor's pipe when this process was given one (nothing
+    otherwise, and nothing when the executor has stopped listening); `last` closes it."""
+    value = os.environ.get(LOOK_FD_ENV, "")
+    if not value.isdigit():
+        return
+    fd = int(value)
+    try:
+        os.write(fd, word)
+        if last:
+            os.close(fd)
+            os.environ.pop(LOOK_FD_ENV, None)
+    except OSError:
+        os.environ.pop(LOOK_FD_ENV, None)
 
 
 class Exit(IntEnum):

@@ -17,7 +17,11 @@ sweeper's own environment says of REWAKE_URL, REWAKE_TOKEN or REWAKE_DATABASE_UR
 passed on: the program could only record the resume in another store.
 
 The program is started in its own session and given `grace_s` to fail: exiting 0 or still
-running then is `done` (the resume started); exiting 7 (`rewake run --resume-of` found the
+running then is `done` (the resume started). `rewake run --resume-of` first looks (did the
+conversation move on? does an open CLI hold it?), which can take longer than the grace on a
+busy machine: it says so through a pipe as it starts (rewake.exits.LOOK_FD_ENV) and is then
+waited for until it says the CLI starts (`done`, `started`) or exits, LOOK_WAIT_S at most, so
+that its answer counts. Exiting 7 (`rewake run --resume-of` found the
 conversation moved on since the failed attempt, and started nothing) is `superseded`; exiting
 8 (it sent nothing because an open interactive CLI holds the conversation: rewake cannot reach
 its terminal, or it said it continues by itself and has not yet) defers the mark: it goes back
@@ -32,8 +36,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import subprocess
 import threading
+import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -41,7 +47,7 @@ from datetime import datetime
 
 from rewake.executors.base import DEFAULT_PROMPT, Delivery, Lookup, Outcome, audit_note
 from rewake.executors.templates import TemplateError, check_template, fill
-from rewake.exits import Exit
+from rewake.exits import LOOK_FD_ENV, LOOKING, STARTING, Exit
 from rewake.marks.states import MarkState
 from rewake.security.resume_credential import mint
 from rewake.spawn_env import command_environment, without_password
@@ -140,6 +146,50 @@ class StderrTail:
         return None
 
 
+#: How long a program that said it looks (rewake.exits.LOOKING) is waited for, at most, before
+#: it counts as started: a look reads a few files and asks the store, seconds at worst.
+LOOK_WAIT_S = 30.0
+_POLL_S = 0.05
+
+
+def _watch(
+    child: subprocess.Popen[bytes], look: int, grace_s: float
+) -> tuple[int | None, bool]:
+    """The program's exit status, or None while it runs on; and whether it said it starts the
+    resume. Any program is given `grace_s` (from its start) to fail; one that said it looks is
+    waited for until it says it starts (the look is over: then to the end of the grace) or
+    exits, LOOK_WAIT_S at most, so that a look longer than the grace still ends in its own
+    answer (7: moved on, 8: wait) instead of `spawned`."""
+    graced = deadline = time.monotonic() + grace_s
+    heard = b""
+    listening = True
+    while True:
+        status = child.poll()
+        if status is not None:
+            return status, False
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return None, STARTING in heard
+        if not listening:
+            time.sleep(min(left, _POLL_S))
+            continue
+        readable, _, _ = select.select([look], [], [], min(left, _POLL_S))
+        if not readable:
+            continue
+        chunk = os.read(look, 64)
+        if not chunk:
+            listening = False  # the program closed it (or exited): its status decides
+            continue
+        heard += chunk
+        if STARTING in heard:
+            # The look is over and the CLI starts: the grace (from the start) still catches
+            # a resume that fails at once, as for any program.
+            deadline = graced
+            listening = False
+        elif LOOKING in heard:
+            deadline = max(deadline, time.monotonic() + LOOK_WAIT_S)
+
+
 class CommandExecutor:
     """Spawns one process per resume."""
 
@@ -188,28 +238,39 @@ class CommandExecutor:
             argv = self.argv(delivery)
         except TemplateError as error:
             return Outcome(MarkState.FAILED, "bad_placeholder", f"nothing was started: {error}")
+        # The look's pipe (rewake.exits.LOOK_FD_ENV): the program's end of it is passed by number.
+        look_read, look_write = os.pipe()
+        env = {**self.environment(delivery), LOOK_FD_ENV: str(look_write)}
         try:
             child = subprocess.Popen(  # noqa: S603  (argv list, no shell; values checked above)
                 argv,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
-                env=self.environment(delivery),
+                env=env,
                 cwd=self._cwd,
                 start_new_session=True,
                 close_fds=True,
+                pass_fds=(look_write,),
             )
         except OSError as error:
+            os.close(look_read)
             return Outcome(MarkState.FAILED, "spawn_failed", f"nothing was started: {error}")
+        finally:
+            os.close(look_write)
         said = StderrTail(child)
         try:
-            status = child.wait(timeout=self.grace_s)
-        except subprocess.TimeoutExpired:
+            status, started = _watch(child, look_read, self.grace_s)
+        finally:
+            os.close(look_read)
+        if status is None:
             # The resume runs on; a thread collects its exit status so it never lingers as a
             # zombie (the program was started in its own session and outlives this one).
             threading.Thread(
                 target=child.wait, name=f"rewake-child-{child.pid}", daemon=True
             ).start()
+            if started:
+                return Outcome(MarkState.DONE, "started", f"pid {child.pid} started the resume")
             return Outcome(MarkState.DONE, "spawned", f"pid {child.pid} still running")
         if status == 0:
             return Outcome(MarkState.DONE, "exit_0", f"pid {child.pid} exited 0")

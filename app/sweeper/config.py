@@ -102,6 +102,9 @@ def _send_timeout_s(settings: Any) -> float | None:
     whole exchange, the time a command is watched before it counts as started."""
     if settings.executor == "webhook":
         return float(settings.webhook_timeout_s)
-    if settings.executor == "command" and float(settings.command_grace_s) > 0:
-        return float(settings.command_grace_s)
+    if settings.executor == "command":
+        # A program that says it looks is waited for up to LOOK_WAIT_S (rewake run --resume-of).
+        from rewake.executors.command import LOOK_WAIT_S
+
+        return max(float(settings.command_grace_s), LOOK_WAIT_S)
     return None

@@ -226,7 +226,7 @@ COMMAND_SEES = {
     "CLAUDE_CONFIG_DIR", "EXTRA_FOR_THE_CLI", "TEAM_SETTING", "REWAKE_PASS_ENV",
     "REWAKE_DATABASE_URL", "REWAKE_STATE_DIR", "REWAKE_RESUME_DELAY_S",
     "REWAKE_ATTEMPT_KEY", "REWAKE_MARK_ID", "REWAKE_ROOT_ID", "REWAKE_RUN_ID",
-    "REWAKE_EXPECTED_ATTEMPT", "REWAKE_NOTE",
+    "REWAKE_EXPECTED_ATTEMPT", "REWAKE_NOTE", "REWAKE_LOOK_FD",
 }  # fmt: skip
 
 DUMP_ENV = "import json, os, sys; json.dump(dict(os.environ), open(sys.argv[1], 'w'))"
@@ -257,6 +257,46 @@ def test_command_still_running_is_done(tmp_path: Path) -> None:
     executor = CommandExecutor([sys.executable, "-c", "import time; time.sleep(2)"], grace_s=0.2)
     outcome = executor.deliver(delivery())
     assert (outcome.state, outcome.code) == ("done", "spawned")
+    executor.close()
+
+
+#: A program that speaks the look protocol as `rewake run --resume-of` does (rewake.exits).
+LOOKS_THEN = """
+import os, sys, time
+fd = int(os.environ["REWAKE_LOOK_FD"])
+os.write(fd, b"L")
+time.sleep(float(sys.argv[1]))
+if sys.argv[2] == "start":
+    os.write(fd, b"S"); os.close(fd); time.sleep(3)
+sys.exit(int(sys.argv[2]) if sys.argv[2].isdigit() else 0)
+"""
+
+
+@pytest.mark.parametrize(
+    ("then", "expected"),
+    [("8", ("armed", "deferred")), ("7", ("superseded", "attempt_moved_on")),
+     ("start", ("done", "started"))],
+)  # fmt: skip
+def test_a_look_longer_than_the_grace_ends_in_its_own_answer(
+    then: str, expected: tuple[str, str]
+) -> None:
+    """A program that said it looks is waited for past the grace: its later exit 8 defers the
+    mark and 7 supersedes it (not `spawned`, as a look longer than the grace was before); one
+    that says it starts is done at once."""
+    program = [sys.executable, "-c", LOOKS_THEN, "1.0", then]
+    executor = CommandExecutor(program, grace_s=0.2)
+    outcome = executor.deliver(delivery())
+    assert (outcome.state, outcome.code) == expected
+    executor.close()
+
+
+def test_rewake_itself_says_it_looks_as_it_starts() -> None:
+    """`rewake` started by the command executor writes LOOKING at once (rewake.cli): a rewake
+    that then takes longer than the grace is waited for, and its exit decides."""
+    script = "import sys, time; from rewake.cli import main; main(['--version']); time.sleep(1.0)"
+    executor = CommandExecutor([sys.executable, "-c", script], grace_s=0.2)
+    outcome = executor.deliver(delivery())
+    assert (outcome.state, outcome.code) == ("done", "exit_0")
     executor.close()
 
 

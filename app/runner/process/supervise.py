@@ -30,6 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
+from rewake.exits import STARTING, tell_executor
 from rewake.printable import printable
 from rewake.runner.clis.providers import Event, Provider
 from rewake.runner.process.narrate import Narrator
@@ -252,6 +253,8 @@ def supervise(
         # `started` write, which can take long on a busy store): there is no group to signal
         # yet, so the handler only noted it. Starting the CLI now would run it to its end.
         return _not_started(stop, log, clock)
+    # A resume the command executor started: the look is over, the CLI starts now.
+    tell_executor(STARTING, last=True)
     try:
         child = subprocess.Popen(  # noqa: S603  (the user's own command line, no shell)
             list(argv), cwd=cwd, env=child_env,
