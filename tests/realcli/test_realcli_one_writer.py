@@ -39,7 +39,7 @@ import pytest
 from tests.realcli import mock_provider as mp
 from tests.realcli.realcli_drive import Box, Tmux, claude_env, cli_binary, codex_env, waits_for
 from tests.realcli.realcli_install import CLAUDE, CODEX
-from tests.realcli.test_realcli_run import (
+from tests.realcli.realcli_rewake import (
     hook_settings,
     rewake_env,
     session_of,

@@ -22,8 +22,8 @@ import pytest
 
 from tests.realcli.realcli_drive import Box, Tmux, claude_env, cli_binary, waits_for
 from tests.realcli.realcli_install import CLAUDE
-from tests.realcli.test_realcli_run import hook_settings, rewake_env, session_of
-from tests.realcli.test_realcli_workflow import Served, served  # noqa: F401  (served is a fixture)
+from tests.realcli.realcli_rewake import hook_settings, rewake_env, session_of
+from tests.realcli.realcli_workflow_mock import Served
 from tests.support.sweeper import start_sweeper, stop_all
 
 pytestmark = pytest.mark.realcli
@@ -36,7 +36,7 @@ RESUMED_WITHIN_S = 90
 
 
 def test_a_declined_workflow_wait_is_armed_and_resumed_in_the_open_claude(
-    served: Served,  # noqa: F811
+    served: Served,
     tmp_path: Path,
 ) -> None:
     """Setting off, a limit at agents 4-6 of 6: the hook reports the run's end as the limit and
