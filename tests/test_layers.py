@@ -403,3 +403,76 @@ def test_the_check_rule_sees_a_state_write_that_skips_the_table() -> None:
     checked = unchecked.replace("    stmt =", check + "    stmt =")
     assert unchecked_state_writes(unchecked) == ["rearm"]
     assert unchecked_state_writes(checked) == []
+
+
+#: The test modules: every tests/**/test_*.py. Code two of them share lives in tests/support/
+#: (or a folder's own non-test module, or its conftest.py), never in one of them.
+TESTS = ROOT / "tests"
+
+
+def _test_module_name(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def imported_test_modules(module: str, source: str) -> list[str]:
+    """The test modules (a `test_*` module under tests/) that `source`, the text of the test
+    module `module`, imports anywhere in its body, in any spelling."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                package = module.split(".")[: -node.level]
+                base = ".".join([*package, base] if base else package)
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "tests" and any(part.startswith("test_") for part in parts[1:]):
+                found.append(name)
+                break
+    return found
+
+
+def test_no_test_module_imports_another() -> None:
+    """A test module imports what it shares from tests/support/ or its folder's helpers and
+    takes fixtures from conftest.py: no tests/**/test_*.py imports another test module."""
+    imports = {
+        _test_module_name(path): found
+        for path in sorted(TESTS.rglob("test_*.py"))
+        if (found := imported_test_modules(_test_module_name(path), path.read_text("utf-8")))
+    }
+    assert imports == {}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from tests.e2e.test_hook_e2e import claude_dir, stop_failure",
+        "from tests.e2e import test_hook_e2e",
+        "import tests.e2e.test_hook_e2e",
+        "from .test_hook_e2e import claude_dir",
+        "from . import test_hook_e2e",
+        "from ..integration.test_api_marks import arm",
+        "def late():\n    from tests.realcli.test_realcli_run import start_all",
+    ],
+)
+def test_the_test_import_rule_sees_a_test_module_imported(source: str) -> None:
+    """Each spelling of an import of another test module, from a test module, is named."""
+    assert len(imported_test_modules("tests.e2e.test_hook_resume", source)) == 1
+
+
+def test_the_test_import_rule_leaves_shared_code_alone() -> None:
+    """Imports of tests/support/, a folder's helpers and the code under test are no finding."""
+    source = (
+        "import pytest\n"
+        "from rewake.marks import lifecycle\n"
+        "from tests.support.hook import claude_dir\n"
+        "from tests.support import api\n"
+        "from tests.realcli.realcli_rewake import hook_settings\n"
+        "from .conftest import something\n"
+    )
+    assert imported_test_modules("tests.e2e.test_hook_resume", source) == []

@@ -12,8 +12,8 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-from tests.e2e.test_hook_e2e import claude_dir, stop_failure
 from tests.support.db import migrate
+from tests.support.hook import claude_dir, stop_failure
 from tests.support.run import attempts_of, make_run_env
 from tests.support.sweeper import start_sweeper, stop_all, wait_until
 

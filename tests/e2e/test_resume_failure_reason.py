@@ -7,8 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from tests.e2e.test_run_sweeper import sweeper_running
-from tests.support.run import epoch_in, make_run_env
+from tests.support.run import epoch_in, make_run_env, sweeper_running
 from tests.support.sweeper import wait_until
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.e2e.test_service_serve import serving_with_token
 from tests.support.run import RunEnv, attempts_of, make_run_env
+from tests.support.serve import serving_with_token
 
 SECRET = "s3cret-for-the-gemini-test"
 AUTH = {"Authorization": f"Bearer {SECRET}"}

@@ -6,36 +6,13 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
-from rewake import heartbeats
 from rewake.db.engine import Database
 from rewake.db.models import SweeperHeartbeatRow
 from rewake.runner.store.stores import StoreError
-from tests.support.db import migrate
-from tests.support.run import RunEnv, attempts_of, epoch_in, make_run_env
-from tests.support.sweeper import start_sweeper, stop_all, wait_until
-
-
-@contextmanager
-def sweeper_running(run_env: RunEnv, tmp_path: Path) -> Iterator[None]:
-    """A real `rewake sweep` on the run's database, its first heartbeat seen."""
-    migrate(run_env.database_url)
-    sweeper = start_sweeper(run_env.env, tmp_path / "sweeper.log")
-    database = Database(run_env.database_url)
-    try:
-
-        def heartbeat_seen() -> bool:
-            with database.reader() as db:
-                return heartbeats.latest_heartbeat(db) is not None
-
-        assert wait_until(heartbeat_seen, 30), (tmp_path / "sweeper.log").read_text()
-        yield
-    finally:
-        stop_all([sweeper])
-        database.dispose()
+from tests.support.run import attempts_of, epoch_in, make_run_env, sweeper_running
+from tests.support.sweeper import wait_until
 
 
 def test_a_running_sweeper_fires_the_resume_through_the_command_executor(tmp_path: Path) -> None:

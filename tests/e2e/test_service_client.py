@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from rewake.runner.store.stores import HttpStore, StoreError, token_parts
-from tests.e2e.test_service_serve import serving_with_token
+from tests.support.serve import serving_with_token
 
 SECRET = "s3cret-for-the-client-test"
 QUOTA = "You've hit your limit · resets 8pm (Europe/Berlin)"

@@ -5,13 +5,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -19,56 +17,10 @@ import pytest
 from alembic.script import ScriptDirectory
 
 from rewake.db import migrations
+from tests.support.serve import rewake, wait_healthy
+from tests.support.sweeper import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def rewake(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    clean = {key: value for key, value in os.environ.items() if not key.startswith("REWAKE_")}
-    clean["PYTHONPATH"] = str(ROOT)
-    return subprocess.Popen(
-        [sys.executable, "-m", "rewake", *args],
-        cwd=cwd,
-        env=clean | (env or {}),
-        stderr=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-
-
-def wait_healthy(url: str, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise AssertionError(f"rewake serve did not answer: {process.stderr}")
-
-
-@contextmanager
-def serving_with_token(work: Path, token: str) -> Iterator[str]:
-    """`rewake serve` with one named token (`token` is `name:secret`), on a SQLite file of its
-    own in `work`, no sweeper: its URL while it runs."""
-    port = free_port()
-    process = rewake(
-        "serve", "--port", str(port), "--no-sweeper", cwd=work, env={"REWAKE_API_TOKENS": token}
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_healthy(url, process)
-        yield url
-    finally:
-        process.terminate()
-        process.communicate(timeout=30)  # waits, and closes its pipes
 
 
 @pytest.fixture

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
-
 import httpx
 import pytest
 
 from rewake.marks import lifecycle as sweeper
-from tests.support.api import Api
+from tests.support.api import Api, arm, drive, mark_url
 from tests.support.reports import (
     GEMINI_QUOTA,
     LOGIN,
@@ -21,31 +19,6 @@ from tests.support.reports import (
     failure,
     runs_url,
 )
-
-
-def mark_url(root_id: str) -> str:
-    return f"/api/agent/runs/{root_id}/auto-resume"
-
-
-def arm(http: httpx.Client, root_id: str, **extra: object) -> httpx.Response:
-    return http.put(mark_url(root_id), json={"enabled": True, **extra})
-
-
-def drive(api: Api, root_id: str, to: str, at: datetime | None = None) -> str:
-    """Move the session's armed mark as the sweeper would: claimed, sending, or an outcome."""
-    now = at or api.clock.now + timedelta(hours=6)
-    with api.database.writer() as db, db.begin():
-        claimed = sweeper.claim_due(db, now, 10_000, "test-sweeper", 60)
-    mine = next(mark for mark in claimed if mark.root_id == root_id)
-    assert mine.id is not None and mine.attempt_key is not None
-    if to != "claimed":
-        with api.database.durable_writer() as db, db.begin():
-            assert sweeper.start_sending(db, [(mine.id, mine.attempt_key)], now, 60) != []
-    if to not in ("claimed", "sending"):
-        with api.database.writer() as db, db.begin():
-            sends = [sweeper.SendResult(mine.id, mine.attempt_key, to)]
-            assert sweeper.settle(db, sends, now) != []
-    return mine.attempt_key
 
 
 def test_arming_sets_due_at_and_warns(http: httpx.Client, root_id: str) -> None:

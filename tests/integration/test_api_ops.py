@@ -14,8 +14,7 @@ from sqlalchemy import delete
 from rewake import heartbeats
 from rewake.db.models import SweeperHeartbeatRow
 from rewake.parsers import parse
-from tests.integration.test_api_marks import arm, mark_url
-from tests.support.api import Api, serve_api
+from tests.support.api import Api, arm, mark_url, serve_api
 from tests.support.reports import NOT_STATED, OBSERVED, QUOTA, failure, runs_url
 
 

@@ -7,8 +7,7 @@ import pytest
 
 from rewake.context import iso
 from rewake.sessions.service import reads as session_views
-from tests.integration.test_api_marks import arm, drive, mark_url
-from tests.support.api import Api
+from tests.support.api import Api, arm, drive, mark_url
 from tests.support.reports import NOT_STATED, QUOTA_LATER, failure, runs_url
 
 

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.realcli.realcli_workflow_mock import Served, serving
+
 _started: dict[str, Any] = {}
 
 
@@ -134,3 +136,11 @@ def runs() -> Iterator[dict[str, Any]]:
     if "error" in _started:
         raise _started["error"]
     yield _started["runs"]
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    """The workflow mock (tests.realcli.realcli_workflow_mock) on loopback for one test: the
+    workflow tests' Claude Code talks to it alone."""
+    with serving() as mock:
+        yield mock

@@ -50,8 +50,15 @@ from tests.realcli.realcli_drive import (
     waits_for,
 )
 from tests.realcli.realcli_install import CLAUDE, CODEX
-from tests.realcli.test_realcli_run import (
+from tests.realcli.realcli_one_writer import (
+    PROMPT,
+    RESET_INTO_NEXT_MINUTE_S,
+    SETTLED_AFTER_RESET_S,
+    continuations,
+)
+from tests.realcli.realcli_rewake import (
     hook_settings,
+    resume_sweeper_env,
     rewake_env,
     session_of,
     sessions_of_or_empty,
@@ -60,23 +67,6 @@ from tests.support.sweeper import start_sweeper, stop_all
 
 pytestmark = pytest.mark.realcli
 
-#: How far into the next minute the limit resets: Claude prints the reset floored to the minute,
-#: and a printed minute that has already begun reads as the next day's.
-RESET_INTO_NEXT_MINUTE_S = 20
-#: Claude Code fires its own continuation at the reset plus 30 to 90 s (its package's default
-#: jitter); rewake's mark falls due at the printed minute's end. Both are over by then.
-SETTLED_AFTER_RESET_S = 130
-PROMPT = "say hello"
-
-
-def continuations(mock: mp.MockProvider) -> list[mp.Seen]:
-    """The requests after the limit that carry the conversation (its first prompt) on: a
-    continuation, Claude's own or a resume, as opposed to a side request of the CLI."""
-    seen = mock.requests(mp.ANTHROPIC)
-    limit = next(i for i, s in enumerate(seen) if s.kind == "limit")
-    return [s for s in seen[limit + 1 :] if PROMPT in json.dumps(s.body.get("messages"))]
-
-
 def run_case(tmp_path: Path, claim: str, menu: str | None, *, close: bool) -> dict[str, Any]:
     """Drive one case; the session as rewake recorded it, with the continuations counted."""
     binary = cli_binary(CLAUDE)
@@ -84,12 +74,7 @@ def run_case(tmp_path: Path, claim: str, menu: str | None, *, close: bool) -> di
     with mp.running() as mock:
         env = claude_env(box, binary, mock.url, "UTC", interactive=True)
         (box.home / ".claude" / "settings.json").write_text(json.dumps(hook_settings(box)))
-        sweeper_env = rewake_env(box, env)
-        sweeper_env.update(
-            REWAKE_EXECUTOR="command", REWAKE_SWEEP_INTERVAL_S="1", REWAKE_COMMAND_GRACE_S="5",
-            REWAKE_COMMAND=json.dumps([sys.executable, "-m", "rewake", "run", "--resume-of",
-                                       "{mark_id}"]),
-        )  # fmt: skip
+        sweeper_env = resume_sweeper_env(box, env, REWAKE_COMMAND_GRACE_S="5")
         sweeper = start_sweeper(sweeper_env, box.root / "sweeper.log")
         tmux = Tmux(box, [str(binary)], env)
         closed = False
@@ -338,12 +323,7 @@ def giving_up_case(tmp_path: Path) -> dict[str, Any]:
             "hooks": [{"type": "command", "command": rewake, "timeout": 30}]}]  # fmt: skip
         path = box.home / ".claude" / "settings.json"
         path.write_text(json.dumps(settings))
-        sweeper_env = rewake_env(box, env)
-        sweeper_env.update(
-            REWAKE_EXECUTOR="command", REWAKE_SWEEP_INTERVAL_S="1", REWAKE_COMMAND_GRACE_S="5",
-            REWAKE_COMMAND=json.dumps([sys.executable, "-m", "rewake", "run", "--resume-of",
-                                       "{mark_id}"]),
-        )  # fmt: skip
+        sweeper_env = resume_sweeper_env(box, env, REWAKE_COMMAND_GRACE_S="5")
         sweeper = start_sweeper(sweeper_env, box.root / "sweeper.log")
         tmux = Tmux(box, [str(binary)], env)
         hook_log = box.root / "state" / "hook.log"

@@ -19,7 +19,6 @@ import os
 import re
 import struct
 import subprocess
-import sys
 import termios
 import threading
 import time
@@ -31,10 +30,14 @@ import pytest
 from tests.realcli import mock_provider as mp
 from tests.realcli.realcli_drive import Box, claude_env, cli_binary, descendants, end_processes
 from tests.realcli.realcli_install import CLAUDE
-from tests.realcli.test_realcli_one_writer import PROMPT, RESET_INTO_NEXT_MINUTE_S, continuations
-from tests.realcli.test_realcli_run import (
+from tests.realcli.realcli_one_writer import (
+    PROMPT,
+    RESET_INTO_NEXT_MINUTE_S,
+    continuations,
+)
+from tests.realcli.realcli_rewake import (
     hook_settings,
-    rewake_env,
+    resume_sweeper_env,
     session_of,
     sessions_of_or_empty,
 )
@@ -130,13 +133,9 @@ def test_stop_and_wait_on_a_terminal_rewake_cannot_reach_waits_then_resumes_head
     with mp.running() as mock:
         env = claude_env(box, binary, mock.url, "UTC", interactive=True)
         (box.home / ".claude" / "settings.json").write_text(json.dumps(hook_settings(box)))
-        sweeper_env = rewake_env(box, env)
-        sweeper_env.update(
-            REWAKE_EXECUTOR="command", REWAKE_SWEEP_INTERVAL_S="1", REWAKE_COMMAND_GRACE_S="30",
-            REWAKE_DEFER_RECHECK_S=str(RECHECK_S),
-            REWAKE_COMMAND=json.dumps([sys.executable, "-m", "rewake", "run", "--resume-of",
-                                       "{mark_id}"]),
-        )  # fmt: skip
+        sweeper_env = resume_sweeper_env(
+            box, env, REWAKE_COMMAND_GRACE_S="30", REWAKE_DEFER_RECHECK_S=str(RECHECK_S)
+        )
         sweeper = start_sweeper(sweeper_env, box.root / "sweeper.log")
         claude = Pty(box, [str(binary)], env)
         closed = False

@@ -21,7 +21,6 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -39,52 +38,14 @@ from tests.realcli.realcli_drive import (
     waits_for,
 )
 from tests.realcli.realcli_install import CLAUDE, CODEX, GEMINI, Pin
+from tests.realcli.realcli_rewake import hook_settings, rewake_env, session_of, sessions_of_or_empty
 from tests.support.run import process_running
 
 pytestmark = pytest.mark.realcli
 
-REPO = Path(__file__).absolute().parents[2]
 #: How long a supervised run may take from its start: the reset, the minute Codex's text
 #: costs, the CLIs.
 RUN_TIMEOUT_S = 540
-
-
-def rewake_env(box: Box, cli_env: dict[str, str]) -> dict[str, str]:
-    """The CLI's environment plus rewake's: its own database and state in the case folder,
-    no resume delay (the resume is due at the reset plus the printed resolution)."""
-    env = dict(cli_env)
-    env.update(
-        PYTHONPATH=str(REPO),
-        PYTHONUNBUFFERED="1",
-        REWAKE_DATABASE_URL=f"sqlite:///{box.root / 'rewake.db'}",
-        REWAKE_STATE_DIR=str(box.root / "state"),
-        REWAKE_RESUME_DELAY_S="0",
-    )
-    return env
-
-
-def session_of(box: Box, root_id: str) -> dict[str, Any]:
-    from rewake.runner.store.stores import LocalStore
-    from rewake.settings import Settings
-
-    store = LocalStore(Settings(database_url=f"sqlite:///{box.root / 'rewake.db'}"),
-                       migrate=False)  # fmt: skip
-    try:
-        return store.get_session(root_id)
-    finally:
-        store.close()
-
-
-def sessions_of(box: Box) -> list[dict[str, Any]]:
-    from rewake.runner.store.stores import LocalStore
-    from rewake.settings import Settings
-
-    store = LocalStore(Settings(database_url=f"sqlite:///{box.root / 'rewake.db'}"),
-                       migrate=False)  # fmt: skip
-    try:
-        return list(store.list_sessions()["sessions"])
-    finally:
-        store.close()
 
 
 #: What a run's test waits at least, once its deadline has passed, to read a run that ended.
@@ -251,17 +212,6 @@ def test_a_run_out_of_time_ends_with_what_it_started(tmp_path: Path) -> None:
     assert not process_running(child), "the child outlived the run's timeout"
 
 
-def hook_settings(box: Box) -> dict[str, Any]:
-    env = (f"PYTHONPATH={REPO} REWAKE_STATE_DIR={box.root / 'state'} "
-           f"REWAKE_DATABASE_URL=sqlite:///{box.root / 'rewake.db'}")  # fmt: skip
-    rewake = f"{env} {sys.executable} -m rewake hook claude"
-    return {"hooks": {
-        "StopFailure": [{"matcher": "rate_limit", "hooks": [
-            {"type": "command", "command": f"{rewake} --auto-resume", "timeout": 30}]}],
-        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": rewake, "timeout": 30}]}],
-    }}  # fmt: skip
-
-
 @pytest.mark.parametrize(
     ("claim", "offset_s", "zone"),
     [("five_hour", 2 * 3600 + 59, "Europe/Berlin"), ("seven_day", 3 * 86400 + 40, "Asia/Kolkata")],
@@ -312,12 +262,3 @@ def test_hook_from_real_interactive_claude_records_the_limit(
     assert (mark.get("state") == "armed") is (not native), (mark, screen)
     if native:
         assert "continues this session by itself" in hook_log.read_text(), hook_log.read_text()
-
-
-def sessions_of_or_empty(box: Box) -> list[dict[str, Any]]:
-    if not (box.root / "rewake.db").exists():
-        return []
-    try:
-        return sessions_of(box)
-    except Exception:  # the hook may be creating the schema at this moment
-        return []

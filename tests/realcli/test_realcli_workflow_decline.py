@@ -14,7 +14,6 @@ more and 1-3 not at all (docs/workflows.md).
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -22,8 +21,8 @@ import pytest
 
 from tests.realcli.realcli_drive import Box, Tmux, claude_env, cli_binary, waits_for
 from tests.realcli.realcli_install import CLAUDE
-from tests.realcli.test_realcli_run import hook_settings, rewake_env, session_of
-from tests.realcli.test_realcli_workflow import Served, served  # noqa: F401  (served is a fixture)
+from tests.realcli.realcli_rewake import hook_settings, resume_sweeper_env, session_of
+from tests.realcli.realcli_workflow_mock import Served
 from tests.support.sweeper import start_sweeper, stop_all
 
 pytestmark = pytest.mark.realcli
@@ -36,7 +35,7 @@ RESUMED_WITHIN_S = 90
 
 
 def test_a_declined_workflow_wait_is_armed_and_resumed_in_the_open_claude(
-    served: Served,  # noqa: F811
+    served: Served,
     tmp_path: Path,
 ) -> None:
     """Setting off, a limit at agents 4-6 of 6: the hook reports the run's end as the limit and
@@ -52,12 +51,7 @@ def test_a_declined_workflow_wait_is_armed_and_resumed_in_the_open_claude(
     settings["hooks"]["Stop"] = [{"hooks": [{"type": "command", "command": rewake, "timeout": 30}]}]
     settings["autoContinueAtUsageLimit"] = False
     (box.home / ".claude" / "settings.json").write_text(json.dumps(settings))
-    sweeper_env = rewake_env(box, env)
-    sweeper_env.update(
-        REWAKE_EXECUTOR="command", REWAKE_SWEEP_INTERVAL_S="1", REWAKE_COMMAND_GRACE_S="5",
-        REWAKE_COMMAND=json.dumps([sys.executable, "-m", "rewake", "run", "--resume-of",
-                                   "{mark_id}"]),
-    )  # fmt: skip
+    sweeper_env = resume_sweeper_env(box, env, REWAKE_COMMAND_GRACE_S="5")
     sweeper = start_sweeper(sweeper_env, box.root / "sweeper.log")
     tmux = Tmux(box, [str(binary), "--allowedTools", "Workflow"], env)
     hook_log = box.root / "state" / "hook.log"

@@ -17,8 +17,8 @@ import pytest
 
 from tests.realcli.realcli_drive import Box, Tmux, claude_env, cli_binary, waits_for
 from tests.realcli.realcli_install import CLAUDE
-from tests.realcli.test_realcli_run import hook_settings, rewake_env
-from tests.realcli.test_realcli_workflow import Served, served  # noqa: F401  (served is a fixture)
+from tests.realcli.realcli_rewake import hook_settings, rewake_env
+from tests.realcli.realcli_workflow_mock import Served
 
 pytestmark = pytest.mark.realcli
 
@@ -27,7 +27,7 @@ SETTLED_AFTER_RESET_S = 120
 
 
 def test_a_paused_workflow_is_recorded_and_left_to_claude(
-    served: Served,  # noqa: F811
+    served: Served,
     tmp_path: Path,
 ) -> None:
     """A limit at agent 4 of 6: the hook records the hold (3 of 4 returned) without a failed

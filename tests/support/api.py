@@ -85,3 +85,32 @@ def serve_api(database_url: str, **settings: Any) -> Iterator[Api]:
     with LiveServer(app) as url:
         yield Api(url=url, clock=clock, database=database)
     database.dispose()
+
+
+def mark_url(root_id: str) -> str:
+    """The session's auto-resume route."""
+    return f"/api/agent/runs/{root_id}/auto-resume"
+
+
+def arm(http: httpx.Client, root_id: str, **extra: object) -> httpx.Response:
+    """PUT enabled=true on the session's mark, with `extra` in the body."""
+    return http.put(mark_url(root_id), json={"enabled": True, **extra})
+
+
+def drive(api: Api, root_id: str, to: str, at: datetime | None = None) -> str:
+    """Move the session's armed mark as the sweeper would: claimed, sending, or an outcome."""
+    from rewake.marks import lifecycle as sweeper
+
+    now = at or api.clock.now + timedelta(hours=6)
+    with api.database.writer() as db, db.begin():
+        claimed = sweeper.claim_due(db, now, 10_000, "test-sweeper", 60)
+    mine = next(mark for mark in claimed if mark.root_id == root_id)
+    assert mine.id is not None and mine.attempt_key is not None
+    if to != "claimed":
+        with api.database.durable_writer() as db, db.begin():
+            assert sweeper.start_sending(db, [(mine.id, mine.attempt_key)], now, 60) != []
+    if to not in ("claimed", "sending"):
+        with api.database.writer() as db, db.begin():
+            sends = [sweeper.SendResult(mine.id, mine.attempt_key, to)]
+            assert sweeper.settle(db, sends, now) != []
+    return mine.attempt_key

@@ -10,13 +10,17 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.sweeper import REPO, rewake_env
+from rewake import heartbeats
+from rewake.db.engine import Database
+from tests.support.db import migrate
+from tests.support.sweeper import REPO, rewake_env, start_sweeper, stop_all, wait_until
 
 STANDINS = REPO / "tests" / "standins"
 
@@ -165,3 +169,22 @@ def first_event_session_id(log: Path) -> str | None:
             if event.get("session_id"):
                 return str(event["session_id"])
     return None
+
+
+@contextmanager
+def sweeper_running(run_env: RunEnv, tmp_path: Path) -> Iterator[None]:
+    """A real `rewake sweep` on the run's database, its first heartbeat seen."""
+    migrate(run_env.database_url)
+    sweeper = start_sweeper(run_env.env, tmp_path / "sweeper.log")
+    database = Database(run_env.database_url)
+    try:
+
+        def heartbeat_seen() -> bool:
+            with database.reader() as db:
+                return heartbeats.latest_heartbeat(db) is not None
+
+        assert wait_until(heartbeat_seen, 30), (tmp_path / "sweeper.log").read_text()
+        yield
+    finally:
+        stop_all([sweeper])
+        database.dispose()
