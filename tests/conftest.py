@@ -64,6 +64,7 @@ _LONGEST_FIRST = (
     "realcli:test_realcli_one_writer.py",
     "realcli:test_realcli_dst.py",
     "realcli:test_realcli_one_writer_pty.py",
+    "realcli:test_realcli_one_writer_gemini.py",
     "realcli:test_realcli_gemini.py",
     "realcli:test_realcli_claude.py",
     "realcli:test_realcli_workflow.py",

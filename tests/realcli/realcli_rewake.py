@@ -4,7 +4,9 @@ store recorded, and the hooks an interactive Claude Code runs it from."""
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +90,22 @@ def sessions_of_or_empty(box: Box) -> list[dict[str, Any]]:
         return sessions_of(box)
     except Exception:  # the hook may be creating the schema at this moment
         return []
+
+
+def wait_armed(box: Box, name: str, process: subprocess.Popen[str], timeout: float) -> str:
+    """The CLI's conversation id once `rewake run` has armed the mark (its record has it)."""
+    from rewake.runner.store import records
+    from rewake.runner.store.base import StoreError
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and process.poll() is None:
+        record = records.load(name, {"REWAKE_STATE_DIR": str(box.root / "state")})
+        try:
+            mark = (session_of(box, name).get("mark") or {}) if record else {}
+        except StoreError:  # the record is saved before the first attempt is recorded
+            mark = {}
+        if record is not None and record.cli_session_id and mark.get("state") == "armed":
+            return record.cli_session_id
+        time.sleep(0.5)
+    out = process.communicate(timeout=10)[0] if process.poll() is not None else ""
+    raise AssertionError(f"rewake run armed nothing in {timeout} s\n{out}")

@@ -62,6 +62,7 @@ from tests.realcli.realcli_rewake import (
     rewake_env,
     session_of,
     sessions_of_or_empty,
+    wait_armed,
 )
 from tests.support.sweeper import start_sweeper, stop_all
 
@@ -192,25 +193,6 @@ def test_session_closed_before_the_reset_rewake_resumes_headless(
     mark = session.get("mark") or {}
     assert session["continuations"] == 1, session["sweeper_log"]
     assert mark.get("state") == "done", (mark, session["sweeper_log"])
-
-
-def wait_armed(box: Box, name: str, process: subprocess.Popen[str], timeout: float) -> str:
-    """The CLI's conversation id once `rewake run` has armed the mark (its record has it)."""
-    from rewake.runner.store import records
-    from rewake.runner.store.base import StoreError
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and process.poll() is None:
-        record = records.load(name, {"REWAKE_STATE_DIR": str(box.root / "state")})
-        try:
-            mark = (session_of(box, name).get("mark") or {}) if record else {}
-        except StoreError:  # the record is saved before the first attempt is recorded
-            mark = {}
-        if record is not None and record.cli_session_id and mark.get("state") == "armed":
-            return record.cli_session_id
-        time.sleep(0.5)
-    out = process.communicate(timeout=10)[0] if process.poll() is not None else ""
-    raise AssertionError(f"rewake run armed nothing in {timeout} s\n{out}")
 
 
 @pytest.mark.parametrize("cli", ["claude", "codex"])
