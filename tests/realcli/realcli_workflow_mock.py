@@ -88,7 +88,9 @@ class WorkflowMock:
                 limit = mp.claude_limit(self.reset_epoch, "five_hour")
                 return 429, limit.headers, json.dumps(limit.body).encode()
             return 200, {}, _message(request, serial, {"type": "text", "text": f"done{n}"})
-        last = messages[-1] if messages else {}
+        # The turn's prompt: the last user message (a `claude -p --resume` of a session begun
+        # interactively sends a system message after it, on the tools -p does not offer).
+        last = next((m for m in reversed(messages) if m.get("role") == "user"), {})
         said = " ".join(_texts(last))
         named = _NAMED_RESUME.search(said)
         launched = any(m.get("role") == "assistant" and "Workflow" in json.dumps(m.get("content"))

@@ -1,21 +1,27 @@
 """`rewake hook claude` beside a real interactive Claude Code 2.1.332 that declines to wait out a
-usage limit inside a workflow (its `autoContinueAtUsageLimit` setting off), and the armed resume
-that continues the run in that same open Claude (the same mock and six-agent script as
-test_realcli_workflow.py).
+usage limit inside a workflow, and the armed resume that continues the run the one-writer way
+(the same mock and six-agent script as test_realcli_workflow.py).
 
-Claude Code does not pause: agents 4, 5 and 6 fail (a StopFailure apiece), the run ends
-"completed" with their nulls, and the session sits open. The hook reports the run's end, at the
-main turn's Stop, as the session's usage limit and arms it (the agents' StopFailure entry has
-`--auto-resume`); after the reset a real `rewake sweep` fires it, finds the open Claude and
-types the resume, which names the run, into its tmux pane; the provider gets agents 4, 5, 6 once
-more and 1-3 not at all (docs/workflows.md).
+With its `autoContinueAtUsageLimit` setting off, Claude Code does not pause: agents 4, 5 and 6
+fail (a StopFailure apiece), the run ends "completed" with their nulls, and the session sits
+open. The hook reports the run's end, at the main turn's Stop, as the session's usage limit and
+arms it (the agents' StopFailure entry has `--auto-resume`); after the reset a real `rewake
+sweep` fires it. While that Claude is open, the resume, which names the run, is typed into its
+tmux pane; once it was closed, rewake resumes headless (`claude -p --resume`). Either way the
+provider gets agents 4, 5, 6 once more and 1-3 not at all (docs/workflows.md).
+
+With the setting on, Claude Code waits out two limits in one run and declines a third: limits at
+agents 4, 5 and 6 in turn, the resume re-runs agent 6 alone.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,8 +36,85 @@ pytestmark = pytest.mark.realcli
 #: How far ahead the limit resets: the run's end is reported and armed well before (the
 #: exact reset comes from the lost agents' rows, so the minute Claude prints does not matter).
 RESET_AHEAD_S = 30
-#: After the reset: the mark falls due, the sweeper types the resume, the run's three agents go.
+#: The same when the session is also closed before the reset: time for /exit as well.
+CLOSED_RESET_AHEAD_S = 45
+#: After the reset: the mark falls due, the sweeper resumes, the run's three agents go.
 RESUMED_WITHIN_S = 90
+#: The agents as the mock saw them on the declined run: 1-3 answered, 4-6 refused.
+DECLINED = [(1, "ok"), (2, "ok"), (3, "ok"), (4, "limit"), (5, "limit"), (6, "limit")]
+
+
+@dataclass
+class Declining:
+    """An interactive Claude in tmux with rewake's hooks (Stop included), and a real `rewake
+    sweep` with the command executor beside it."""
+
+    box: Box
+    tmux: Tmux
+    sweeper: Any
+    hook_log: Path
+
+    def said(self) -> str:
+        return self.hook_log.read_text() if self.hook_log.exists() else ""
+
+    def wait_armed(self, timeout: float = 120) -> float:
+        """The instant the hook's log says the run's end was armed (or the timeout's end)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and "auto-resume armed" not in self.said():
+            time.sleep(0.5)
+        return time.time()
+
+    def stop(self) -> None:
+        self.tmux.close()
+        stop_all([self.sweeper])
+
+    def session(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """rewake's record of the session (its state folder) and the store's session."""
+        runs = self.box.root / "state" / "runs"
+        record = json.loads(next(runs.glob("claude-*.json")).read_text())
+        return record, session_of(self.box, record["root_id"])
+
+
+def start_declining(
+    served: Served,
+    tmp_path: Path,
+    *,
+    auto_continue: bool = False,
+) -> Declining:
+    """Start the sweeper and the Claude (`autoContinueAtUsageLimit` as `auto_continue`)."""
+    binary = cli_binary(CLAUDE)
+    box = Box.make(tmp_path)
+    env = claude_env(box, binary, served.url, "UTC", interactive=True)
+    env["CLAUDE_CODE_WORKFLOWS"] = "1"
+    settings = hook_settings(box)
+    rewake = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    settings["hooks"]["Stop"] = [{"hooks": [{"type": "command", "command": rewake, "timeout": 30}]}]
+    settings["autoContinueAtUsageLimit"] = auto_continue
+    (box.home / ".claude" / "settings.json").write_text(json.dumps(settings))
+    sweeper_env = resume_sweeper_env(box, env, REWAKE_COMMAND_GRACE_S="5")
+    sweeper = start_sweeper(sweeper_env, box.root / "sweeper.log")
+    tmux = Tmux(box, [str(binary), "--allowedTools", "Workflow"], env)
+    return Declining(box, tmux, sweeper, box.root / "state" / "hook.log")
+
+
+def launch(case: Declining, served: Served, reset_ahead_s: int) -> None:
+    """Claude at its prompt, the limit set for agents 4-6, the workflow asked for."""
+    mock = served.mock
+    case.tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
+    mock.limited = {4, 5, 6}
+    mock.reset_epoch = int(time.time()) + reset_ahead_s
+    case.tmux.submit("WFTEST use a workflow", lambda: len(mock.main))
+
+
+def assert_reported_as_the_limit(said: str, session: dict[str, Any], reset_epoch: int) -> None:
+    """The hook reported the declined run's end as the session's usage limit, its reset
+    the one the mock served."""
+    assert "Claude Code did not wait (its automatic wait is off" in said, said
+    failure = session["runs"][0]["attempts"][0]["failure"]
+    assert failure["failure_kind"] == "provider_quota", failure
+    assert failure["verdict"]["reset_at"].startswith(
+        time.strftime("%Y-%m-%dT%H:%M", time.gmtime(reset_epoch))
+    ), failure["verdict"]
 
 
 def test_a_declined_workflow_wait_is_armed_and_resumed_in_the_open_claude(
@@ -42,54 +125,25 @@ def test_a_declined_workflow_wait_is_armed_and_resumed_in_the_open_claude(
     arms it; after the reset the sweeper types the named resume into the open Claude, the mock
     gets agents 4, 5, 6 once each, the mark ends done, and the prediction (3 of 6 from cache)
     is kept beside what ran live."""
-    binary = cli_binary(CLAUDE)
-    box = Box.make(tmp_path)
-    env = claude_env(box, binary, served.url, "UTC", interactive=True)
-    env["CLAUDE_CODE_WORKFLOWS"] = "1"
-    settings = hook_settings(box)
-    rewake = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
-    settings["hooks"]["Stop"] = [{"hooks": [{"type": "command", "command": rewake, "timeout": 30}]}]
-    settings["autoContinueAtUsageLimit"] = False
-    (box.home / ".claude" / "settings.json").write_text(json.dumps(settings))
-    sweeper_env = resume_sweeper_env(box, env, REWAKE_COMMAND_GRACE_S="5")
-    sweeper = start_sweeper(sweeper_env, box.root / "sweeper.log")
-    tmux = Tmux(box, [str(binary), "--allowedTools", "Workflow"], env)
-    hook_log = box.root / "state" / "hook.log"
+    case = start_declining(served, tmp_path)
     mock = served.mock
     armed_at = 0.0
     try:
-        tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
-        mock.limited = {4, 5, 6}
-        mock.reset_epoch = int(time.time()) + RESET_AHEAD_S
-        tmux.submit("WFTEST use a workflow", lambda: len(mock.main))
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and "auto-resume armed" not in (
-            hook_log.read_text() if hook_log.exists() else ""
-        ):
-            time.sleep(0.5)
-        armed_at = time.time()
+        launch(case, served, RESET_AHEAD_S)
+        armed_at = case.wait_armed()
         deadline = mock.reset_epoch + RESUMED_WITHIN_S
         while time.time() < deadline and mock.counts()[6] < 2:
             time.sleep(1)
         time.sleep(8)  # the resumed run's end: its task notification, the last Stop
-        screen = tmux.screen()
+        screen = case.tmux.screen()
     finally:
-        tmux.close()
-        stop_all([sweeper])
-    said = hook_log.read_text() if hook_log.exists() else ""
-    swept = (box.root / "sweeper.log").read_text()
+        case.stop()
+    said = case.said()
+    swept = (case.box.root / "sweeper.log").read_text()
     assert armed_at < mock.reset_epoch, said
-    limited = [(1, "ok"), (2, "ok"), (3, "ok"), (4, "limit"), (5, "limit"), (6, "limit")]
-    assert mock.agents == [*limited, (4, "ok"), (5, "ok"), (6, "ok")], (said, swept, screen)
-    assert "Claude Code did not wait (its automatic wait is off" in said, said
-    state = box.root / "state"
-    record = json.loads(next((state / "runs").glob("claude-*.json")).read_text())
-    session = session_of(box, record["root_id"])
-    failure = session["runs"][0]["attempts"][0]["failure"]
-    assert failure["failure_kind"] == "provider_quota", failure
-    assert failure["verdict"]["reset_at"].startswith(
-        time.strftime("%Y-%m-%dT%H:%M", time.gmtime(mock.reset_epoch))
-    ), failure["verdict"]
+    assert mock.agents == [*DECLINED, (4, "ok"), (5, "ok"), (6, "ok")], (said, swept, screen)
+    record, session = case.session()
+    assert_reported_as_the_limit(said, session, mock.reset_epoch)
     assert (session.get("mark") or {}).get("state") == "done", (session.get("mark"), swept)
     # The resume was typed into that Claude: its UserPromptSubmit hook started attempt 2.
     attempts = [(a["attempt"], a["status"]) for a in session["runs"][0]["attempts"]]
@@ -98,3 +152,147 @@ def test_a_declined_workflow_wait_is_armed_and_resumed_in_the_open_claude(
     assert f"{record['root_id']}: wf_" in said and "3 agents ran live (predicted 3)" in said, said
     (kept,) = record["extra"]["workflow_predictions"]["2"]
     assert (kept["cached"], kept["live"], kept.get("ran_live")) == (3, 3, 3), (kept, said)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def test_a_declined_workflow_is_resumed_headless_once_the_claude_was_closed(
+    served: Served,
+    tmp_path: Path,
+) -> None:
+    """Setting off, a limit at agents 4-6 of 6, then the user ends that Claude (/exit) before
+    the reset: the sweeper resumes headless (`claude -p --resume`, the prompt naming the run),
+    the mock gets agents 4, 5, 6 once each and nothing else, the mark ends done, and rewake's
+    record keeps the prediction (3 of 6 from cache) beside what the resume ran live."""
+    case = start_declining(served, tmp_path)
+    mock = served.mock
+    armed_at = closed_at = 0.0
+    try:
+        launch(case, served, CLOSED_RESET_AHEAD_S)
+        armed_at = case.wait_armed()
+        # The interactive Claude holding the session (Claude Code's sessions/<pid>.json).
+        (claude_pid,) = (
+            int(p.stem) for p in (case.box.home / ".claude" / "sessions").glob("*.json")
+        )
+        case.tmux.type_line("/exit")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _alive(claude_pid):
+            time.sleep(0.25)
+        closed_at = time.time() if not _alive(claude_pid) else 0.0
+        main_before = len(mock.main)
+        deadline = mock.reset_epoch + RESUMED_WITHIN_S
+        while time.time() < deadline and not ran_live(case):
+            time.sleep(1)
+    finally:
+        case.stop()
+    said = case.said()
+    swept = (case.box.root / "sweeper.log").read_text()
+    assert 0 < armed_at < closed_at < mock.reset_epoch, (armed_at, closed_at, said)
+    assert mock.agents == [*DECLINED, (4, "ok"), (5, "ok"), (6, "ok")], (said, swept)
+    record, session = case.session()
+    assert_reported_as_the_limit(said, session, mock.reset_epoch)
+    assert (session.get("mark") or {}).get("state") == "done", (session.get("mark"), swept)
+    # Headless: no Claude was open to type into, so no hook heard a prompt; `rewake run
+    # --resume-of` ran `claude -p --resume` as attempt 2 (its log), the prompt naming the run,
+    # and the mock saw that run re-invoked, once.
+    assert "UserPromptSubmit" not in said, said
+    attempts = [(a["attempt"], a["status"]) for a in session["runs"][0]["attempts"]]
+    assert attempts == [(1, "failed"), (2, "completed")], (attempts, swept)
+    (run_id,) = record["extra"]["workflow_runs"]
+    (log,) = (case.box.root / "state" / "logs" / record["root_id"]).glob("*-attempt-2.log")
+    argv = next(line for line in log.read_text().splitlines() if line.startswith("# argv: "))
+    assert argv.startswith(f"# argv: claude -p --resume {record['cli_session_id']} "), argv
+    assert f'resumeFromRunId: "{run_id}"' in argv, argv
+    assert [m for m in mock.main[main_before:] if m.startswith("resume")] == [f"resume {run_id}"]
+    # The prediction, kept for attempt 2: 3 of 6 from cache, 3 live, and 3 ran live.
+    (kept,) = record["extra"]["workflow_predictions"]["2"]
+    assert (kept["run_id"], kept["cached"], kept["total"], kept["live"]) == (run_id, 3, 6, 3), kept
+    assert kept.get("ran_live") == 3, (kept, swept)
+
+
+def ran_live(case: Declining) -> bool:
+    """Whether rewake's record says what the resume (attempt 2) ran live: its end."""
+    runs = case.box.root / "state" / "runs"
+    found = next(runs.glob("claude-*.json"), None) if runs.exists() else None
+    if found is None:
+        return False
+    kept = json.loads(found.read_text()).get("extra", {}).get("workflow_predictions", {})
+    return any("ran_live" in k for k in kept.get("2", []))
+
+
+#: The third limit in one run: Claude Code waits out two resets (each the reset plus its 30-90 s
+#: jitter) and declines the third. Two short resets keep the waits short; the third leaves the
+#: hook time to arm before it.
+SHORT_RESET_S = 5
+THIRD_RESET_AHEAD_S = 30
+
+
+def limit_one_agent_at_a_time(served: Served, stages: list[int]) -> None:
+    """Limit the agents in `stages` one after another, each until SHORT_RESET_S after it is
+    set: the first now, the next once the one before has answered (Claude Code's re-run
+    after its wait); the last until THIRD_RESET_AHEAD_S ahead."""
+    mock = served.mock
+    answer = mock.answer
+    pending = list(stages)
+
+    def reset_for(agent: int) -> int:
+        ahead = THIRD_RESET_AHEAD_S if agent == stages[-1] else SHORT_RESET_S
+        return int(time.time()) + ahead
+
+    def staged(request: dict[str, Any], serial: int) -> tuple[int, dict[str, str], bytes]:
+        reply = answer(request, serial)
+        if len(pending) > 1 and mock.agents and mock.agents[-1] == (pending[0], "ok"):
+            pending.pop(0)
+            mock.limited, mock.reset_epoch = {pending[0]}, reset_for(pending[0])
+        return reply
+
+    mock.limited, mock.reset_epoch = {pending[0]}, reset_for(pending[0])
+    mock.answer = staged  # type: ignore[method-assign]
+
+
+def test_a_third_limit_in_one_run_is_declined_and_resumed_for_the_last_agent(
+    served: Served,
+    tmp_path: Path,
+) -> None:
+    """Setting on, a limit at agent 4, then at 5, then at 6, each after Claude Code waited out
+    the one before: it waits twice and declines the third ("already waited for 2 resets"); the
+    hook reports and arms that, the sweeper types the resume into the open Claude, and the mock
+    gets agent 6 once more and nothing else, predicted (5 of 6 from cache)."""
+    case = start_declining(served, tmp_path, auto_continue=True)
+    mock = served.mock
+    armed_at = 0.0
+    try:
+        case.tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
+        limit_one_agent_at_a_time(served, [4, 5, 6])
+        case.tmux.submit("WFTEST use a workflow", lambda: len(mock.main))
+        armed_at = case.wait_armed(timeout=2 * (SHORT_RESET_S + 90) + 90)
+        deadline = mock.reset_epoch + RESUMED_WITHIN_S
+        while time.time() < deadline and mock.counts()[6] < 2:
+            time.sleep(1)
+        time.sleep(8)  # the resumed run's end: its task notification, the last Stop
+        screen = case.tmux.screen()
+    finally:
+        case.stop()
+    said = case.said()
+    swept = (case.box.root / "sweeper.log").read_text()
+    waited = [(1, "ok"), (2, "ok"), (3, "ok"), (4, "limit"), (4, "ok"), (5, "limit"), (5, "ok")]
+    assert mock.agents == [*waited, (6, "limit"), (6, "ok")], (said, swept, screen)
+    assert armed_at < mock.reset_epoch, said
+    assert "Claude Code did not wait (the run already waited for 2 resets)" in said, said
+    record, session = case.session()
+    failure = session["runs"][0]["attempts"][0]["failure"]
+    assert failure["failure_kind"] == "provider_quota", failure
+    assert failure["verdict"]["reset_at"].startswith(
+        time.strftime("%Y-%m-%dT%H:%M", time.gmtime(mock.reset_epoch))
+    ), failure["verdict"]
+    assert (session.get("mark") or {}).get("state") == "done", (session.get("mark"), swept)
+    (kept,) = record["extra"]["workflow_predictions"]["2"]
+    assert (kept["cached"], kept["total"], kept["live"]) == (5, 6, 1), (kept, said)

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rewake.runner.clis.providers import provider_named
 from rewake.runner.hook import claude as hook
 from rewake.runner.hook.payload import HookResult
 from rewake.runner.process import workflows
@@ -253,6 +254,23 @@ def test_the_resume_names_the_run_and_predicts_the_three_lost_agents(tmp_path: P
     assert plan.predictions[0].words().startswith(f"resume of {case.run_id} replays 3 of 6")
     (kept,) = record.extra["workflow_predictions"]["2"]
     assert (kept["cached"], kept["live"]) == (3, 3)
+
+
+def test_the_headless_resume_of_a_declined_run_may_call_the_workflow_tool(tmp_path: Path) -> None:
+    """The flags that let the interactive Claude run the Workflow tool are not in the payload,
+    and `claude -p` refuses a tool that needs permission: the headless resume of the reported
+    end allows Workflow, beside the session's permission mode, and names the run."""
+    case = Case("off", tmp_path)
+    case.agents_limited()
+    case.last_stop()
+    record = records.load(case.root, case.env)
+    assert record is not None and record.cli_session_id is not None
+    argv = provider_named("claude").resume_argv("claude", record.args, record.cli_session_id,
+                                                "Continue.")  # fmt: skip
+    flags = argv[: argv.index("--")]
+    assert flags[:4] == ["claude", "-p", "--resume", case.session_id], argv
+    assert flags[4:6] == ["--permission-mode", "auto"], argv
+    assert flags[flags.index("--allowedTools") + 1] == "Workflow", argv
 
 
 def test_lost_agents_without_a_limit_are_not_reported(tmp_path: Path) -> None:

@@ -284,6 +284,8 @@ def _report(
     answer = store.report_failure(root_id, RUN_ID, body)
     record = resume_record(hook, tail, root_id, attempt, old, auto_resume=auto_resume)
     record.extra["hook_failure_key"] = key
+    if declined is not None:  # a headless resume must be let call the Workflow tool
+        record = replace(record, args=declined.resume_args(record.args))
     records.save(record, env)
     result.say(f"{root_id}: attempt {attempt} reported: {_banner_words(answer)}")
     offer = answer.get("auto_resume") or {}

@@ -162,6 +162,23 @@ class Declined:
                           f"Claude Code did not wait for the reset: {self.why}",
                           *dict.fromkeys(self.limit.banners)])  # fmt: skip
 
+    def resume_args(self, args: list[str]) -> list[str]:
+        """The resume's ARGS (flags, `--`, the task) with the Workflow tool allowed. What let
+        the interactive Claude run it (`--allowedTools Workflow`, an answer at its permission
+        prompt) is not in the hook's payload, and a headless resume (`claude -p --resume`) is
+        refused a tool that needs permission: in `default` mode outright, in `auto` mode unless
+        Claude Code's server-side check passes it, which a provider on another host does not
+        (seen with 2.1.332: "Auto mode is unavailable ... so Workflow was not run"). The resume
+        asks for exactly that tool, on a run this session already ran."""
+        end = args.index("--") if "--" in args else len(args)
+        if RESUME_TOOL in args[:end]:
+            return args
+        return [*args[:end], "--allowedTools", RESUME_TOOL, *args[end:]]
+
+
+#: The tool a declined run's resume calls (Declined.resume_args).
+RESUME_TOOL = "Workflow"
+
 
 #: What the run's log says when Claude Code declined to wait (2.1.332's words), and the reason.
 _DECLINED_BECAUSE = (
