@@ -283,6 +283,37 @@ def test_show_view_has_summary_mark_attempts_failures_and_timeline() -> None:
     assert "mark_armed" in text
 
 
+def test_show_view_says_what_a_workflow_resume_replayed_and_what_ran_live(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session whose record keeps workflow predictions (a sweeper's resume of a paused
+    workflow): `rewake show` lists each, with how many agents ran live once known."""
+    from rewake.runner.store import records
+
+    monkeypatch.setenv("REWAKE_STATE_DIR", str(tmp_path))
+    predicted = {"run_id": "wf_ce797aee-628", "cached": 3, "total": 6, "live": 3}
+    records.save(records.RunRecord(
+        root_id=ROOT, run_id="interactive", provider="claude", cwd="/work", args=[],
+        extra={"workflow_predictions": {"2": [{**predicted, "ran_live": 3}],
+                                        "3": [{**predicted, "cached": 5, "live": 1}]}},
+    ))  # fmt: skip
+    text = render(views.show_view(SESSION, NOW, BERLIN), width=160)
+    assert "\nWorkflow resumes\n" in text
+    assert (
+        "  attempt 2: wf_ce797aee-628 replays 3 of 6 agents from cache, 3 to run live; "
+        "3 ran live" in text
+    )
+    assert "  attempt 3: wf_ce797aee-628 replays 5 of 6 agents from cache, 1 to run live\n" in text
+
+
+def test_show_view_of_a_session_without_workflows_has_no_workflow_section(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No record (or no predictions): no "Workflow resumes" heading."""
+    monkeypatch.setenv("REWAKE_STATE_DIR", str(tmp_path))
+    assert "Workflow resumes" not in render(views.show_view(SESSION, NOW, BERLIN), width=160)
+
+
 def test_current_failure_is_none_when_the_current_attempt_did_not_fail() -> None:
     """A session whose current attempt is running has no current failure (and no banner)."""
     running = {**SESSION, "current": {"run_id": "interactive", "attempt": 2}}

@@ -344,6 +344,30 @@ def attempt_log(root_id: str, failure: JSON) -> Path | None:
     return path if path.is_file() else None
 
 
+def workflow_lines(root_id: str) -> list[str]:
+    """What each resume of a Claude Code workflow was to replay (docs/workflows.md): per
+    attempt and run, the prediction kept before it fired (from cache of in all, to run live)
+    and, once the resumed run ended, how many agents ran live; none for another session."""
+    try:
+        record = records.load(root_id)
+    except RecordError:
+        return []
+    kept = record.extra.get("workflow_predictions") if record is not None else None
+    lines: list[str] = []
+    for attempt, items in sorted((kept or {}).items(), key=lambda item: str(item[0]).zfill(9)):
+        for item in items if isinstance(items, list) else []:
+            if not isinstance(item, dict):
+                continue
+            line = (
+                f"  attempt {attempt}: {item.get('run_id')} replays {item.get('cached')} of "
+                f"{item.get('total')} agents from cache, {item.get('live')} to run live"
+            )
+            if item.get("ran_live") is not None:
+                line += f"; {item['ran_live']} ran live"
+            lines.append(line)
+    return lines
+
+
 def show_view(session: JSON, now: datetime, zone: tzinfo | None) -> RenderableType:
     """Everything `rewake show` prints, as one renderable."""
     root_id = str(session.get("root_id"))
@@ -356,6 +380,9 @@ def show_view(session: JSON, now: datetime, zone: tzinfo | None) -> RenderableTy
     parts: list[RenderableType] = [cell(line) for line in summary_lines(session, now, zone)]
     parts += [cell(line) for line in mark_lines(session.get("mark"), root_id, now, zone)]
     parts += [Text(""), Text("Attempts", style="bold"), attempts_table(session, now, zone)]
+    if replays := workflow_lines(root_id):
+        parts += [Text(""), Text("Workflow resumes", style="bold")]
+        parts += [cell(line) for line in replays]
     if failures:
         parts += [Text(""), Text("Failures", style="bold")]
         for failure in failures:
