@@ -190,9 +190,7 @@ async def burst(url: str, route: str, roots: list[str], connections: int,
     def quantile(q: float) -> float:
         return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
 
-    return Burst(
-        len(latencies), elapsed, quantile(0.5), quantile(0.99), errors, armed, dict(kinds)
-    )
+    return Burst(len(latencies), elapsed, quantile(0.5), quantile(0.99), errors, armed, dict(kinds))
 
 
 def run_burst(url: str, route: str, roots: list[str], connections: int, cpus: str | None,

@@ -60,8 +60,10 @@ def main() -> int:
 
     totals: dict[str, Counter[str]] = {}
     for round_ in range(args.rounds):
-        seed = args.seed + round_ if args.seed is not None else random.SystemRandom().randrange(
-            10_000, 99_999
+        seed = (
+            args.seed + round_
+            if args.seed is not None
+            else random.SystemRandom().randrange(10_000, 99_999)
         )
         for name in [m for m in sys.modules if m.startswith("tests.realcli.test_realcli_")]:
             del sys.modules[name]

@@ -16,6 +16,7 @@ Form = Literal["epoch", "structured", "named_zone", "offset_zone", "local_time",
 
 PROVIDERS: tuple[Provider, ...] = ("claude", "codex", "gemini")
 
+
 @dataclass(frozen=True, slots=True)
 class RefusalCode:
     """One refusal code: what it means, and the same said to a person (the clause a banner or an

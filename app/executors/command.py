@@ -152,9 +152,7 @@ LOOK_WAIT_S = 30.0
 _POLL_S = 0.05
 
 
-def _watch(
-    child: subprocess.Popen[bytes], look: int, grace_s: float
-) -> tuple[int | None, bool]:
+def _watch(child: subprocess.Popen[bytes], look: int, grace_s: float) -> tuple[int | None, bool]:
     """The program's exit status, or None while it runs on; and whether it said it starts the
     resume. Any program is given `grace_s` (from its start) to fail; one that said it looks is
     waited for until it says it starts (the look is over: then to the end of the grace) or

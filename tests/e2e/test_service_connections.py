@@ -99,8 +99,10 @@ def test_a_trickling_request_is_cut_off_at_its_deadline(serve: Any, part: str) -
             sock.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
             drip = b"X-Drip: 1\r\n"
         else:
-            head = (b"POST /api/parse HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                    b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+            head = (
+                b"POST /api/parse HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+            )
             sock.sendall(head)
             drip = b" "
         started = time.monotonic()

@@ -69,9 +69,7 @@ def test_refusals_before_routing_are_logged_once(
     assert "xxxxxxxx" not in caplog.text
 
 
-def test_warning_level_silences_the_access_log(
-    live: Api, caplog: pytest.LogCaptureFixture
-) -> None:
+def test_warning_level_silences_the_access_log(live: Api, caplog: pytest.LogCaptureFixture) -> None:
     """With the log level at WARNING (REWAKE_LOG_LEVEL=WARNING) no access line is written."""
     caplog.set_level(logging.WARNING)
     with live.client(ALICE) as client:

@@ -216,8 +216,12 @@ def openai_body(reply: Reply, serial: int) -> tuple[str, bytes]:
             "name": "shell", "arguments": json.dumps({"command": ["true"]}),
         }  # fmt: skip
     else:
-        item = {"type": "message", "role": "assistant", "id": f"msg_mock{serial:04d}",
-                "content": [{"type": "output_text", "text": reply.text, "annotations": []}]}
+        item = {
+            "type": "message",
+            "role": "assistant",
+            "id": f"msg_mock{serial:04d}",
+            "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+        }
     usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
              "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
              "total_tokens": 15}  # fmt: skip

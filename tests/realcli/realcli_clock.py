@@ -86,25 +86,25 @@ def elf_interpreter(path: Path) -> str | None:
         wide, little = head[4] == 2, head[5] == 1
         order = "<" if little else ">"
         if wide:
-            phoff, = struct.unpack_from(order + "Q", head, 0x20)
+            (phoff,) = struct.unpack_from(order + "Q", head, 0x20)
             phentsize, phnum = struct.unpack_from(order + "HH", head, 0x36)
         else:
-            phoff, = struct.unpack_from(order + "I", head, 0x1C)
+            (phoff,) = struct.unpack_from(order + "I", head, 0x1C)
             phentsize, phnum = struct.unpack_from(order + "HH", head, 0x2A)
         for index in range(phnum):
             handle.seek(phoff + index * phentsize)
             entry = handle.read(phentsize)
             if len(entry) < phentsize:
                 break
-            p_type, = struct.unpack_from(order + "I", entry, 0)
+            (p_type,) = struct.unpack_from(order + "I", entry, 0)
             if p_type != _PT_INTERP:
                 continue
             if wide:
-                offset, = struct.unpack_from(order + "Q", entry, 8)
-                size, = struct.unpack_from(order + "Q", entry, 32)
+                (offset,) = struct.unpack_from(order + "Q", entry, 8)
+                (size,) = struct.unpack_from(order + "Q", entry, 32)
             else:
-                offset, = struct.unpack_from(order + "I", entry, 4)
-                size, = struct.unpack_from(order + "I", entry, 16)
+                (offset,) = struct.unpack_from(order + "I", entry, 4)
+                (size,) = struct.unpack_from(order + "I", entry, 16)
             handle.seek(offset)
             return handle.read(size).rstrip(b"\0").decode(errors="replace")
         return ""

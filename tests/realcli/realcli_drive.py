@@ -334,4 +334,3 @@ def json_lines(text: str) -> list[dict[str, object]]:
             if isinstance(event, dict):
                 events.append(event)
     return events
-

@@ -73,13 +73,17 @@ def draw_cases() -> list[Case]:
     now = drawn_at()
     zone = lambda: rng.choice(ZONES)  # noqa: E731
     cases = [Case(plan, band_offset(rng, "five_hour"), zone()) for plan in PLANS]
-    cases += [Case(rng.choice(PLANS), band_offset(rng, band), zone())
-              for band in ("minutes", "hours", "hours", "day_edge", "day_edge", "days", "days")]
+    cases += [
+        Case(rng.choice(PLANS), band_offset(rng, band), zone())
+        for band in ("minutes", "hours", "hours", "day_edge", "day_edge", "days", "days")
+    ]
     for where in ("Asia/Kathmandu", "Australia/Eucla", "America/Los_Angeles", "UTC"):
         offset = midnight_offset(rng, where, now, earliest_s=5 * MINUTE)
         cases.append(Case("plus", offset, where, tag="midnight"))
-    cases += [Case("team", band_offset(rng, "five_hour"), zone(), reached_type=kind)
-              for kind in (*NO_RESET_TYPES, "spend_control_reached", "rate_limit_reached")]
+    cases += [
+        Case("team", band_offset(rng, "five_hour"), zone(), reached_type=kind)
+        for kind in (*NO_RESET_TYPES, "spend_control_reached", "rate_limit_reached")
+    ]
     cases += [
         Case("plus", None, zone(), tag="no-reset"),
         Case("plus", None, zone(), tag="not-included", error_type="usage_not_included"),

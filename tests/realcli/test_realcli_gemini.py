@@ -276,8 +276,10 @@ def test_gemini_tool_turn_then_answer_is_no_stop(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(os.environ.get("REWAKE_REALCLI_SLOW") != "1",
-                    reason="Gemini retries a per-minute quota for minutes: REWAKE_REALCLI_SLOW=1")
+@pytest.mark.skipif(
+    os.environ.get("REWAKE_REALCLI_SLOW") != "1",
+    reason="Gemini retries a per-minute quota for minutes: REWAKE_REALCLI_SLOW=1",
+)
 def test_gemini_per_minute_quota_is_a_throttle(tmp_path: Path) -> None:
     """A per-minute quota with a short RetryInfo, retried until the CLI gives up, is a
     transient throttle, not a usage limit."""

@@ -68,6 +68,7 @@ from tests.support.sweeper import start_sweeper, stop_all
 
 pytestmark = pytest.mark.realcli
 
+
 def run_case(tmp_path: Path, claim: str, menu: str | None, *, close: bool) -> dict[str, Any]:
     """Drive one case; the session as rewake recorded it, with the continuations counted."""
     binary = cli_binary(CLAUDE)

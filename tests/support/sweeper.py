@@ -28,9 +28,7 @@ REPO = Path(__file__).absolute().parents[2]
 
 
 def context(now: datetime, *, actor: str = "alice", delay_s: int = 30) -> Context:
-    return Context(
-        now=now, actor=actor, resume_delay_s=delay_s, display_zone=None
-    )
+    return Context(now=now, actor=actor, resume_delay_s=delay_s, display_zone=None)
 
 
 def arm(

@@ -475,7 +475,7 @@ def test_a_pane_that_took_keys_but_not_the_resume_ends_superseded(
 def test_wait_here_not_yet_continued_waits_without_a_notice(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """"Wait here" chosen, Claude still open and neither continued nor said it gave up (it may
+    """ "Wait here" chosen, Claude still open and neither continued nor said it gave up (it may
     yet report quota_auto_resume_stale after a sleep): the resume waits (exit 8), nothing is
     typed or started, and no person is told (Claude is expected to continue)."""
     from rewake.cli import main
@@ -496,7 +496,7 @@ def test_wait_here_not_yet_continued_waits_without_a_notice(
 def test_wait_here_and_claudes_own_continue_fired_stands_down(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """"Wait here" chosen and Claude's own continuation fired (quota_auto_resume_fired on
+    """ "Wait here" chosen and Claude's own continuation fired (quota_auto_resume_fired on
     record): Claude continued, so the mark ends superseded (exit 7), never waits."""
     from dataclasses import replace
 

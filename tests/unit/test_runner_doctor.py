@@ -162,7 +162,10 @@ def test_doctor_names_the_default_database_and_what_a_sweeper_needs(
     db = Path(env["REWAKE_STATE_DIR"]) / "rewake.db"
     store = doctor.check_store(env, NOW)
     assert store.lines[0] == f"store: the local SQLite file {db} (default: the state dir)"
-    assert store.lines[1] == f"    a sweeper for these sessions needs REWAKE_DATABASE_URL=sqlite:///{db}"
+    assert (
+        store.lines[1]
+        == f"    a sweeper for these sessions needs REWAKE_DATABASE_URL=sqlite:///{db}"
+    )
     assert store.ok and not db.parent.exists()
 
 

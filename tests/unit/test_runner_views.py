@@ -411,8 +411,7 @@ def test_an_ended_mark_says_how_it_ended_in_words_before_the_detail() -> None:
     mark = {"state": "failed", "outcome": "exit_1", "outcome_detail": "pid 29954 exited 1"}
     [line, *_] = views.mark_lines(mark, ROOT, NOW, BERLIN)
     assert line == (
-        "Auto-resume failed (exit_1): the resume command failed (exit status 1); "
-        "pid 29954 exited 1"
+        "Auto-resume failed (exit_1): the resume command failed (exit status 1); pid 29954 exited 1"
     )
 
 

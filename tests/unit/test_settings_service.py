@@ -177,6 +177,7 @@ def test_configuration_errors_name_the_variable_and_hide_secrets() -> None:
     assert "REWAKE_API_TOKENS must be name:secret pairs" in said
     assert "hunter2" not in said and "port" not in said.replace("REWAKE_PORT", "")
 
+
 @pytest.mark.parametrize(
     ("settings", "claims"),
     [

@@ -39,6 +39,7 @@ LIVE_STATES = ("armed", "claimed", "sending")
 TAIL_LINES = 8
 TAIL_WIDTH = 200
 
+
 def cell(value: Any) -> Text:
     """A line or table cell: control characters shown as escapes, markup never read."""
     return Text(printable(value))
