@@ -22,6 +22,7 @@ import subprocess
 import termios
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -167,7 +168,15 @@ def test_stop_and_wait_on_a_terminal_rewake_cannot_reach_waits_then_resumes_head
                 found = mark()
                 return found if len(claims) >= 2 and found.get("state") == "armed" else None
 
-            deadline = time.time() + 150
+            # The mark falls due at the printed minute's end plus the resume delay: 110 to 170 s
+            # after the limit, by the minute it lands in. Two looks must have come by that time
+            # plus a margin for a loaded machine.
+            deadline = time.time() + 60
+            while time.time() < deadline and not mark().get("due_at"):
+                time.sleep(0.5)
+            due = mark().get("due_at")
+            due_s = datetime.fromisoformat(due).timestamp() if due else time.time() + 180
+            deadline = due_s + 10 * RECHECK_S + 60
             while time.time() < deadline and waited_twice() is None:
                 time.sleep(0.5)
             held = waited_twice() or mark()
