@@ -36,7 +36,7 @@ LAYERS: list[set[str]] = [
     {"rewake.marks"},
     # The session service sits above the marks it clears and shows; the rest of
     # rewake.sessions (its storage and rules) lies below them.
-    {"rewake.reports", "rewake.sessions.service"},
+    {"rewake.reports", "rewake.session_service"},
     {"rewake.executors", "rewake.security"},
     {"rewake.notifications"},
     {"rewake.api", "rewake.sweeper"},
@@ -107,7 +107,7 @@ def _rank(module: str, layers: list[set[str]]) -> int | None:
     if module == "rewake":  # the package's own __init__: its version, nothing else
         return 1
     # The longest name that holds the module decides: a folder may place one of its
-    # subfolders in another layer (rewake.sessions.service).
+    # subfolders in another layer.
     found = [
         (len(name), rank)
         for rank, layer in enumerate(layers)

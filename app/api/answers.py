@@ -1,6 +1,6 @@
 """The JSON answers of the API, as pydantic models: what the OpenAPI document says each route
 returns, and what it does return. The domain builds each answer as JSON
-(`rewake.sessions.service.reads`, `rewake.marks.service`, `rewake.reports.failures`,
+(`rewake.session_service.reads`, `rewake.marks.service`, `rewake.reports.failures`,
 `rewake.parsers`); the routes
 (rewake.api.routes, and /api/parse and /readyz in rewake.api.ops) validate it into its model
 and FastAPI writes the model, so an answer that does not fit (a field missing, of the wrong
@@ -72,7 +72,7 @@ class Verdict(Answer):
     evidence: Evidence | None
 
 
-# A failure: rewake.reports.failures, rewake.sessions.service.reads
+# A failure: rewake.reports.failures, rewake.session_service.reads
 
 
 class Banner(Answer):
@@ -203,7 +203,7 @@ class Mark(Answer):
     warnings: list[str] = Field(description="what may keep a live mark from doing its work")
 
 
-# Sessions: rewake.sessions.service.reads
+# Sessions: rewake.session_service.reads
 
 
 class Point(Answer):

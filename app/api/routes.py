@@ -31,9 +31,9 @@ from rewake.marks import service as marks
 from rewake.reports import failures
 from rewake.reports.body import FailureBody
 from rewake.reports.rules import FailureKind, clean_text
+from rewake.session_service import actions
+from rewake.session_service import reads as session_views
 from rewake.sessions.repository import SessionFilter, refuse_reserved
-from rewake.sessions.service import actions
-from rewake.sessions.service import reads as session_views
 
 logger = logging.getLogger("rewake.api")
 # Failure reports nested too deep for Python's JSON decoder are still read (rewake.api.json_body).

@@ -19,8 +19,8 @@ from rewake.ids import ID_HELP, ID_RE
 from rewake.marks import service as marks
 from rewake.parsers.verdict import PROVIDERS
 from rewake.reports.rules import clean_text
+from rewake.session_service import reads as session_views
 from rewake.sessions.repository import SessionFilter
-from rewake.sessions.service import reads as session_views
 from rewake.web import cards as views
 from rewake.web import detail, fleet
 from rewake.web.render import Times, error_page, page

@@ -6,7 +6,7 @@ import httpx
 import pytest
 
 from rewake.context import iso
-from rewake.sessions.service import reads as session_views
+from rewake.session_service import reads as session_views
 from tests.support.api import Api, arm, drive, mark_url
 from tests.support.reports import NOT_STATED, QUOTA_LATER, failure, runs_url
 

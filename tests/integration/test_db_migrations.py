@@ -17,7 +17,7 @@ from rewake.db import migrations
 from rewake.db.engine import Database
 from rewake.parsers import parse
 from rewake.reports.failures import FailureReport, report_failure
-from rewake.sessions.service.reads import session_view
+from rewake.session_service.reads import session_view
 from tests.support.api import T0
 from tests.support.db import fresh_postgres_schema
 from tests.support.sweeper import context

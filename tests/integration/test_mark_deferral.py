@@ -15,7 +15,7 @@ from rewake.db.models import TimelineRow
 from rewake.executors.base import Delivery, Outcome
 from rewake.marks.lifecycle import defer, reap_lost_leases
 from rewake.marks.pacing import PacingRules
-from rewake.sessions.service.actions import cancel_session
+from rewake.session_service.actions import cancel_session
 from rewake.sweeper import step
 from tests.support.sweeper import context, marks_by_root, seed_marks
 

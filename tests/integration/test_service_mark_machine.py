@@ -28,8 +28,8 @@ from rewake.marks import service as marks
 from rewake.marks.pacing import PacingRules
 from rewake.parsers import parse
 from rewake.reports import failures
+from rewake.session_service import actions as sessions
 from rewake.sessions import repository as repo
-from rewake.sessions.service import actions as sessions
 from rewake.sweeper import step
 from tests.support.reports import NOT_STATED, QUOTA
 

@@ -17,7 +17,7 @@ from rewake.executors.log import LogExecutor
 from rewake.marks.pacing import PacingRules
 from rewake.marks.service import set_auto_resume
 from rewake.notifications.webhook import Notifier
-from rewake.sessions.service.actions import manual_resume, record_attempt
+from rewake.session_service.actions import manual_resume, record_attempt
 from rewake.settings import Settings
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics

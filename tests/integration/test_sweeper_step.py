@@ -14,7 +14,7 @@ from rewake.executors.webhook import WebhookExecutor
 from rewake.marks import repository as mark_repo
 from rewake.marks.lifecycle import start_sending
 from rewake.marks.pacing import PacingRules
-from rewake.sessions.service.actions import cancel_session
+from rewake.session_service.actions import cancel_session
 from rewake.sweeper import step
 from tests.hosts.example_host import ExampleHost
 from tests.support.sweeper import arm, context, marks_by_root, seed_marks

@@ -45,9 +45,9 @@ from rewake.runner.store.base import (
     token_parts,
 )
 from rewake.secret_env import SecretError
+from rewake.session_service import actions
+from rewake.session_service import reads as session_views
 from rewake.sessions.repository import SessionFilter
-from rewake.sessions.service import actions
-from rewake.sessions.service import reads as session_views
 from rewake.settings import Settings, explain
 
 #: The names of rewake.runner.store.base are this module's too: callers that open a store

@@ -11,9 +11,9 @@ from rewake.errors import DomainError
 from rewake.marks import lifecycle
 from rewake.marks.service import mark_json, mark_view, require_session
 from rewake.marks.states import MarkState
+from rewake.session_service.reads import run_json, session_view, tombstone_json
 from rewake.sessions import repository as repo
 from rewake.sessions.rules import session_state
-from rewake.sessions.service.reads import run_json, session_view, tombstone_json
 from rewake.sessions.tombstones import refuse_if_deleted
 
 
