@@ -64,6 +64,19 @@ class Declining:
             time.sleep(0.5)
         return time.time()
 
+    def wait_resumed(self, reset_epoch: int, counts: Any) -> str:
+        """Until agent 6 ran again (at most RESUMED_WITHIN_S past the reset), then the resumed
+        run's end (its task notification, the last Stop): the screen then."""
+        deadline = reset_epoch + RESUMED_WITHIN_S
+        while time.time() < deadline and counts()[6] < 2:
+            time.sleep(1)
+        time.sleep(8)
+        return self.tmux.screen()
+
+    def swept(self) -> str:
+        """What the sweeper logged."""
+        return (self.box.root / "sweeper.log").read_text()
+
     def stop(self) -> None:
         self.tmux.close()
         stop_all([self.sweeper])
@@ -131,15 +144,10 @@ def test_a_declined_workflow_wait_is_armed_and_resumed_in_the_open_claude(
     try:
         launch(case, served, RESET_AHEAD_S)
         armed_at = case.wait_armed()
-        deadline = mock.reset_epoch + RESUMED_WITHIN_S
-        while time.time() < deadline and mock.counts()[6] < 2:
-            time.sleep(1)
-        time.sleep(8)  # the resumed run's end: its task notification, the last Stop
-        screen = case.tmux.screen()
+        screen = case.wait_resumed(mock.reset_epoch, mock.counts)
     finally:
         case.stop()
-    said = case.said()
-    swept = (case.box.root / "sweeper.log").read_text()
+    said, swept = case.said(), case.swept()
     assert armed_at < mock.reset_epoch, said
     assert mock.agents == [*DECLINED, (4, "ok"), (5, "ok"), (6, "ok")], (said, swept, screen)
     record, session = case.session()
@@ -193,8 +201,7 @@ def test_a_declined_workflow_is_resumed_headless_once_the_claude_was_closed(
             time.sleep(1)
     finally:
         case.stop()
-    said = case.said()
-    swept = (case.box.root / "sweeper.log").read_text()
+    said, swept = case.said(), case.swept()
     assert 0 < armed_at < closed_at < mock.reset_epoch, (armed_at, closed_at, said)
     assert mock.agents == [*DECLINED, (4, "ok"), (5, "ok"), (6, "ok")], (said, swept)
     record, session = case.session()
@@ -274,15 +281,10 @@ def test_a_third_limit_in_one_run_is_declined_and_resumed_for_the_last_agent(
         limit_one_agent_at_a_time(served, [4, 5, 6])
         case.tmux.submit("WFTEST use a workflow", lambda: len(mock.main))
         armed_at = case.wait_armed(timeout=2 * (SHORT_RESET_S + 90) + 90)
-        deadline = mock.reset_epoch + RESUMED_WITHIN_S
-        while time.time() < deadline and mock.counts()[6] < 2:
-            time.sleep(1)
-        time.sleep(8)  # the resumed run's end: its task notification, the last Stop
-        screen = case.tmux.screen()
+        screen = case.wait_resumed(mock.reset_epoch, mock.counts)
     finally:
         case.stop()
-    said = case.said()
-    swept = (case.box.root / "sweeper.log").read_text()
+    said, swept = case.said(), case.swept()
     waited = [(1, "ok"), (2, "ok"), (3, "ok"), (4, "limit"), (4, "ok"), (5, "limit"), (5, "ok")]
     assert mock.agents == [*waited, (6, "limit"), (6, "ok")], (said, swept, screen)
     assert armed_at < mock.reset_epoch, said
