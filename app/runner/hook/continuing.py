@@ -60,21 +60,30 @@ def continue_by_hand(
     old = records.load(root_id, env)
     if old is None or old.extra.get("origin") != "hook":
         return
-    # The lock first: it needs no store, and a run resumes (or a manual `rewake run --resume`
-    # runs) whether or not this prompt was already settled.
-    holder = lock_holder(root_id, env)
-    if holder is not None and not _look_ends(hook, root_id, env, open_store):
-        block(hook, result, root_id, f"a rewake run holds its lock: {holder}")
-        return
-    if old.extra.get(CONTINUED) == old.attempt:
-        return
-    result.root_id = root_id
-    store = open_store()
+    # One store for the whole prompt, opened when first needed: never for a free lock and a
+    # settled prompt, once however many times a look is waited for.
+    opened: list[Store] = []
+
+    def store_once() -> Store:
+        if not opened:
+            opened.append(open_store())
+        return opened[0]
+
     try:
+        # The lock first: it needs no store, and a run resumes (or a manual `rewake run
+        # --resume` runs) whether or not this prompt was already settled.
+        holder = lock_holder(root_id, env)
+        if holder is not None and not _look_ends(hook, root_id, env, store_once):
+            block(hook, result, root_id, f"a rewake run holds its lock: {holder}")
+            return
+        if old.extra.get(CONTINUED) == old.attempt:
+            return
+        result.root_id = root_id
+        store = store_once()
         session = store.get_session(root_id)
         mark = session.get("mark") or {}
         if mark.get("state") in RESUMING_STATES and not typed_by_rewake(hook, old):
-            if mark.get("state") != "sending" or not _look_ends(hook, root_id, env, open_store):
+            if mark.get("state") != "sending" or not _look_ends(hook, root_id, env, store_once):
                 block(hook, result, root_id, f"mark {mark.get('id')} is {mark['state']}")
                 return
             session = store.get_session(root_id)
@@ -83,7 +92,8 @@ def continue_by_hand(
         if error.code not in ("session_not_found", "session_deleted"):
             result.say(f"{root_id}: continuation not recorded: {error.code}: {error.detail}")
     finally:
-        store.close()
+        for store in opened:
+            store.close()
 
 
 def _record(
@@ -113,7 +123,7 @@ def _record(
 
 
 def _look_ends(
-    hook: HookInput, root_id: str, env: Mapping[str, str], open_store: Callable[[], Store]
+    hook: HookInput, root_id: str, env: Mapping[str, str], store: Callable[[], Store]
 ) -> bool:
     """Whether the resume that holds the conversation turns out, within LOOK_WAIT_S, to have
     been only a look: the sweeper's `rewake run --resume-of` holds the lock and the mark is
@@ -134,13 +144,10 @@ def _look_ends(
         time.sleep(LOOK_POLL_S)
         if lock_holder(root_id, env) is not None:
             continue
-        store = open_store()
         try:
-            mark = store.get_session(root_id).get("mark") or {}
+            mark = store().get_session(root_id).get("mark") or {}
         except StoreError:
             return False
-        finally:
-            store.close()
         if mark.get("state") != "sending":
             return mark.get("state") not in RESUMING_STATES
     return False
