@@ -107,7 +107,7 @@ async def report_failure(
     ctx: RequestContext,
     services: AppServices,
     response: Response,
-) -> answers.FailureAnswer:
+) -> answers.FailureAnswer | JSONResponse:
     _refuse_reserved(root_id)
     report = body.to_report(root_id, run_id)
     if len(report.message) > INLINE_PARSE_CHARS or report.events:
@@ -129,7 +129,7 @@ async def report_failure(
         # The same report again gets the answer stored when it was new, as stored: it was
         # checked against its model then, and an answer stored by an earlier rewake (before a
         # field was added) is still that report's answer, never a 500.
-        return JSONResponse(answer, status_code=200)  # type: ignore[return-value]
+        return JSONResponse(answer, status_code=200)
     response.status_code = 201
     return _answer(answers.FailureAnswer, answer)
 
