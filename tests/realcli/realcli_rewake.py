@@ -56,16 +56,16 @@ def sessions_of(box: Box) -> list[dict[str, Any]]:
 
 
 def hook_settings(box: Box) -> dict[str, Any]:
-    """Claude Code's settings.json hooks on the case folder's store: StopFailure on a rate
-    limit runs `rewake hook claude --auto-resume`, UserPromptSubmit runs it plain."""
-    env = (f"PYTHONPATH={REPO} REWAKE_STATE_DIR={box.root / 'state'} "
-           f"REWAKE_DATABASE_URL=sqlite:///{box.root / 'rewake.db'}")  # fmt: skip
-    rewake = f"{env} {sys.executable} -m rewake hook claude"
-    return {"hooks": {
-        "StopFailure": [{"matcher": "rate_limit", "hooks": [
-            {"type": "command", "command": f"{rewake} --auto-resume", "timeout": 30}]}],
-        "UserPromptSubmit": [{"hooks": [{"type": "command", "command": rewake, "timeout": 30}]}],
-    }}  # fmt: skip
+    """Claude Code's settings.json hooks as `rewake setup claude` writes them (every entry it
+    installs: StopFailure on a rate limit, UserPromptSubmit, SessionStart, Notification on
+    Claude's own auto-continue, Stop), each command on the case folder's store."""
+    from rewake.runner.setup.claude_settings import with_rewake
+
+    rewake = [f"PYTHONPATH={REPO}", f"REWAKE_STATE_DIR={box.root / 'state'}",
+              f"REWAKE_DATABASE_URL=sqlite:///{box.root / 'rewake.db'}",
+              sys.executable, "-m", "rewake"]  # fmt: skip
+    settings: dict[str, Any] = with_rewake({}, box.home / ".claude" / "settings.json", rewake)
+    return settings
 
 
 def resume_sweeper_env(box: Box, cli_env: dict[str, str], **settings: str) -> dict[str, str]:

@@ -52,9 +52,9 @@ from tests.realcli.realcli_drive import (
 from tests.realcli.realcli_install import CLAUDE, CODEX
 from tests.realcli.realcli_one_writer import (
     PROMPT,
-    RESET_INTO_NEXT_MINUTE_S,
     SETTLED_AFTER_RESET_S,
     continuations,
+    reset_after,
 )
 from tests.realcli.realcli_rewake import (
     hook_settings,
@@ -82,7 +82,7 @@ def run_case(tmp_path: Path, claim: str, menu: str | None, *, close: bool) -> di
         closed = False
         try:
             tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
-            reset = (int(time.time()) // 60 + 1) * 60 + RESET_INTO_NEXT_MINUTE_S
+            reset = reset_after(time.time())
             mock.script(mp.ANTHROPIC, mp.claude_limit(reset, claim), mp.answer("continued"))
             tmux.submit(PROMPT, lambda: len(mock.requests(mp.ANTHROPIC)))
             tmux.wait_for(waits_for(r"Stop and wait|Continuing automatically"), timeout=150)
@@ -254,16 +254,12 @@ def fired_case(tmp_path: Path) -> dict[str, Any]:
     with mp.running() as mock:
         env = claude_env(box, binary, mock.url, "UTC", interactive=True)
         settings = hook_settings(box)
-        rewake = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
-        settings["hooks"]["Notification"] = [{
-            "matcher": "quota_auto_resume_fired|quota_auto_resume_stale|quota_auto_resume_disabled",
-            "hooks": [{"type": "command", "command": rewake, "timeout": 30}]}]  # fmt: skip
         (box.home / ".claude" / "settings.json").write_text(json.dumps(settings))
         tmux = Tmux(box, [str(binary)], env)
         hook_log = box.root / "state" / "hook.log"
         try:
             tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
-            reset = (int(time.time()) // 60 + 1) * 60 + RESET_INTO_NEXT_MINUTE_S
+            reset = reset_after(time.time())
             mock.script(mp.ANTHROPIC, mp.claude_limit(reset, "five_hour"), mp.answer("continued"))
             tmux.submit(PROMPT, lambda: len(mock.requests(mp.ANTHROPIC)))
             tmux.wait_for(waits_for(r"Continuing automatically"), timeout=150)
@@ -300,10 +296,6 @@ def giving_up_case(tmp_path: Path) -> dict[str, Any]:
     with mp.running() as mock:
         env = claude_env(box, binary, mock.url, "UTC", interactive=True)
         settings = hook_settings(box)
-        rewake = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
-        settings["hooks"]["Notification"] = [{
-            "matcher": "quota_auto_resume_fired|quota_auto_resume_stale|quota_auto_resume_disabled",
-            "hooks": [{"type": "command", "command": rewake, "timeout": 30}]}]  # fmt: skip
         path = box.home / ".claude" / "settings.json"
         path.write_text(json.dumps(settings))
         sweeper_env = resume_sweeper_env(box, env, REWAKE_COMMAND_GRACE_S="5")
@@ -312,7 +304,7 @@ def giving_up_case(tmp_path: Path) -> dict[str, Any]:
         hook_log = box.root / "state" / "hook.log"
         try:
             tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
-            reset = (int(time.time()) // 60 + 1) * 60 + RESET_INTO_NEXT_MINUTE_S
+            reset = reset_after(time.time())
             mock.script(mp.ANTHROPIC, mp.claude_limit(reset, "five_hour"), mp.answer("continued"))
             tmux.submit(PROMPT, lambda: len(mock.requests(mp.ANTHROPIC)))
             tmux.wait_for(waits_for(r"Continuing automatically"), timeout=150)

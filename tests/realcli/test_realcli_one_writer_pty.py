@@ -33,8 +33,8 @@ from tests.realcli.realcli_drive import Box, claude_env, cli_binary, descendants
 from tests.realcli.realcli_install import CLAUDE
 from tests.realcli.realcli_one_writer import (
     PROMPT,
-    RESET_INTO_NEXT_MINUTE_S,
     continuations,
+    reset_after,
 )
 from tests.realcli.realcli_rewake import (
     hook_settings,
@@ -142,7 +142,7 @@ def test_stop_and_wait_on_a_terminal_rewake_cannot_reach_waits_then_resumes_head
         closed = False
         try:
             claude.wait_for(r"❯|for shortcuts", timeout=150)
-            reset = (int(time.time()) // 60 + 1) * 60 + RESET_INTO_NEXT_MINUTE_S
+            reset = reset_after(time.time())
             mock.script(mp.ANTHROPIC, mp.claude_limit(reset, "seven_day_opus"),
                         mp.answer("continued"))  # fmt: skip
             claude.submit(PROMPT, lambda: len(mock.requests(mp.ANTHROPIC)))
@@ -176,6 +176,8 @@ def test_stop_and_wait_on_a_terminal_rewake_cannot_reach_waits_then_resumes_head
                 time.sleep(0.5)
             due = mark().get("due_at")
             due_s = datetime.fromisoformat(due).timestamp() if due else time.time() + 180
+            # A mark due later than the limit's minute allows would make this wait that long.
+            assert due_s <= reset + 60 + 30, (due, "the reset was read for another minute")
             deadline = due_s + 10 * RECHECK_S + 60
             while time.time() < deadline and waited_twice() is None:
                 time.sleep(0.5)

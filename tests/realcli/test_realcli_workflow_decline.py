@@ -100,8 +100,6 @@ def start_declining(
     env = claude_env(box, binary, served.url, "UTC", interactive=True)
     env["CLAUDE_CODE_WORKFLOWS"] = "1"
     settings = hook_settings(box)
-    rewake = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
-    settings["hooks"]["Stop"] = [{"hooks": [{"type": "command", "command": rewake, "timeout": 30}]}]
     settings["autoContinueAtUsageLimit"] = auto_continue
     (box.home / ".claude" / "settings.json").write_text(json.dumps(settings))
     sweeper_env = resume_sweeper_env(box, env, REWAKE_COMMAND_GRACE_S="5")

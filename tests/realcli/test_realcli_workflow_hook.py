@@ -17,6 +17,7 @@ import pytest
 
 from tests.realcli.realcli_drive import Box, Tmux, claude_env, cli_binary, waits_for
 from tests.realcli.realcli_install import CLAUDE
+from tests.realcli.realcli_one_writer import reset_after
 from tests.realcli.realcli_rewake import hook_settings, rewake_env
 from tests.realcli.realcli_workflow_mock import Served
 
@@ -38,9 +39,6 @@ def test_a_paused_workflow_is_recorded_and_left_to_claude(
     env = claude_env(box, binary, served.url, "UTC", interactive=True)
     env["CLAUDE_CODE_WORKFLOWS"] = "1"
     settings = hook_settings(box)
-    rewake = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
-    # The main turn's end too: where a declined wait is reported, a re-run must not be.
-    settings["hooks"]["Stop"] = [{"hooks": [{"type": "command", "command": rewake, "timeout": 30}]}]
     (box.home / ".claude" / "settings.json").write_text(json.dumps(settings))
     rewake_env(box, env)  # the hook's own environment is in its command line
     tmux = Tmux(box, [str(binary), "--allowedTools", "Workflow"], env)
@@ -48,7 +46,7 @@ def test_a_paused_workflow_is_recorded_and_left_to_claude(
         tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
         mock = served.mock
         mock.limited = {4}
-        mock.reset_epoch = (int(time.time()) // 60 + 1) * 60 + 20
+        mock.reset_epoch = reset_after(time.time())
         tmux.submit("WFTEST use a workflow", lambda: len(mock.main))
         tmux.wait_for(waits_for(r"paused · usage limit resets"), timeout=120)
         deadline = mock.reset_epoch + SETTLED_AFTER_RESET_S
