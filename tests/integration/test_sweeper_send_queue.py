@@ -70,17 +70,20 @@ class SlowHostRun:
 
 @pytest.fixture(scope="module")
 def slow_host_run(fresh_url: str) -> Iterator[SlowHostRun]:
-    """Eight marks due at once, two workers, a healthy host taking 1 s a resume, a 1.5 s
-    timeout and a 2.5 s lease, the lookup configured: run until every mark is settled."""
+    """Sixteen marks due at once, two workers, a healthy host taking 1 s a resume, a 3 s
+    timeout and a 5 s lease, the lookup configured: run until every mark is settled. The queue
+    takes 8 s to drain, longer than a lease; the timeout leaves the host's second 2 s to spare,
+    and the lease the timeout 2 s more (on a loaded machine a request can wait that long for
+    a core, and a send that outlived its timeout or lease would rightly be uncertain)."""
     database = Database(fresh_url)
-    roots = seed_marks(database, 8, prefix=f"q-{uuid.uuid4().hex[:6]}", due_at=lambda _n: utc(-1))
+    roots = seed_marks(database, 16, prefix=f"q-{uuid.uuid4().hex[:6]}", due_at=lambda _n: utc(-1))
     with ExampleHost(SECRET) as host:
         host.state.delay_s = 1.0
         executor = WebhookExecutor(
-            host.resume_template, SECRET, lookup_template=host.lookup_template, timeout_s=1.5
+            host.resume_template, SECRET, lookup_template=host.lookup_template, timeout_s=3.0
         )
         config = SweeperConfig(
-            interval_s=0.5, lease_s=2.5, workers=2, pacing=NO_PACING, jitter_s=0, heartbeat_s=5
+            interval_s=0.5, lease_s=5.0, workers=2, pacing=NO_PACING, jitter_s=0, heartbeat_s=5
         )
         sweeper = Sweeper(database, executor, config, SweeperMetrics(CollectorRegistry()))
         sweeper.start()
