@@ -125,8 +125,12 @@ def test_no_resume_is_armed_when_claude_continues_by_itself(tmp_path: Path) -> N
 
     hooked = rewake(env, "hook", "claude", "--auto-resume",
                     stdin=native_continue_stop(tmp_path, session_id, hour))  # fmt: skip
-    assert hooked.returncode == 0 and "armed" not in hooked.stderr.replace("not armed", "")
-    shown = json.loads(rewake(env, "show", root_id, "--json").stdout)
+    assert hooked.returncode == 0 and "armed" not in hooked.stderr.replace("not armed", ""), (
+        hooked.stderr
+    )
+    showing = rewake(env, "show", root_id, "--json")
+    assert showing.returncode == 0, (showing.stderr, hooked.stderr)
+    shown = json.loads(showing.stdout)
     assert shown["mark"]["state"] in (None, "none"), shown["mark"]
     [attempt] = [a for run in shown["runs"] for a in run["attempts"]]
     verdict = attempt["failure"]["verdict"]

@@ -198,11 +198,12 @@ def clock_written(home: Path, limit_bytes: int = 4_000_000) -> list[datetime]:
     return found
 
 
-def assert_clock_faked(home: Path, started: datetime, ended: datetime) -> None:
+def assert_clock_faked(home: Path, started: datetime, ended: datetime, ran: str = "") -> None:
     """The CLI ran on the faked clock: it wrote timestamps under `home`, each within the
-    faked span [started, ended] of its run (give or take CLOCK_SLACK)."""
+    faked span [started, ended] of its run (give or take CLOCK_SLACK). `ran`: how the run
+    ended, for the message."""
     written = clock_written(home)
-    assert written, f"the CLI wrote no timestamp under {home}: its clock cannot be checked"
+    assert written, f"the CLI wrote no timestamp under {home}: its clock cannot be checked\n{ran}"
     outside = [at for at in written if not started - CLOCK_SLACK <= at <= ended + CLOCK_SLACK]
     assert not outside, (
         f"the CLI's clock was not the faked one: it wrote {outside[0].isoformat()} while the "

@@ -159,6 +159,11 @@ class Ran:
     observed_at: datetime
     duration_s: float
 
+    def ended(self) -> str:
+        """How the run ended, for a failure's message: its exit, its output's last lines."""
+        return (f"exit {self.returncode} after {self.duration_s:.1f} s\n"
+                f"stderr: {self.stderr[-1500:]}\nstdout: {self.stdout[-1500:]}")  # fmt: skip
+
 
 def run_headless(argv: list[str], env: dict[str, str], cwd: Path,
                  timeout: float = HEADLESS_TIMEOUT_S) -> Ran:  # fmt: skip

@@ -256,7 +256,7 @@ def run_claude_stream(case: Case, root: Path) -> Run:
         ran = run_headless([str(binary), "-p", "hi", "--output-format", "stream-json",
                             "--verbose"], env, box.work)  # fmt: skip
     observed_at = clock.faked(ran.observed_at)
-    assert_clock_faked(box.home, started, observed_at)
+    assert_clock_faked(box.home, started, observed_at, ran.ended())
     zone = case.zone
     text = result_text(ran.stdout)
     return Run(case, case.truth, observed_at, {
@@ -350,7 +350,7 @@ def run_codex_exec(case: Case, root: Path) -> Run:
         ran = run_headless([str(binary), "exec", "--json", "--skip-git-repo-check", "hi"],
                            env, box.work)  # fmt: skip
     observed_at = clock.faked(ran.observed_at)
-    assert_clock_faked(box.home, started, observed_at)
+    assert_clock_faked(box.home, started, observed_at, ran.ended())
     zone = case.zone
     text = failure_text(ran.stdout)
     # Codex prints a bare time on the host's local date, else a date; neither names an
