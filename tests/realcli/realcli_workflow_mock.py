@@ -68,6 +68,10 @@ class WorkflowMock:
     #: The agents (1-based) that get the usage limit; changed between attempts.
     limited: set[int] = field(default_factory=set)
     reset_epoch: int = 0
+    #: When set (and reset_epoch is not), the limit resets this many seconds after the run's
+    #: first agent asks: a window counted from when the test scripted it would run out while
+    #: a loaded machine was still starting rewake and the CLI, and no agent would be refused.
+    reset_in_s: float = 0.0
     script: str = SCRIPT
     #: Every agent prompt that reached the mock, in order, with what it got.
     agents: list[tuple[int, str]] = field(default_factory=list)
@@ -80,9 +84,11 @@ class WorkflowMock:
         found = _AGENT.search(first)
         if found:
             n = int(found.group(1))
-            # The limit holds until its reset, as the provider's does.
-            limited = n in self.limited and time.time() < self.reset_epoch
             with self._lock:
+                if self.reset_in_s and not self.reset_epoch:
+                    self.reset_epoch = int(time.time() + self.reset_in_s)
+                # The limit holds until its reset, as the provider's does.
+                limited = n in self.limited and time.time() < self.reset_epoch
                 self.agents.append((n, "limit" if limited else "ok"))
             if limited:
                 limit = mp.claude_limit(self.reset_epoch, "five_hour")
