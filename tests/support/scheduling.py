@@ -1,0 +1,173 @@
+"""How a parallel run (`pytest -n 8`, as .ci/run does) hands its tests to workers: which tests
+share a worker (groups), and which worker takes what first. tests/conftest.py plugs it in."""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import PurePosixPath
+from typing import Any
+
+import pytest
+
+#: Tests that share something costly or must not overlap one another run on one worker of a
+#: parallel run (`pytest -n 8`, as .ci/run does), one after another in their usual order:
+#: - each real-CLI module (tests/realcli): its cases run together in module fixtures, three
+#:   CLIs at a time; the supervised runs start with the first test of test_realcli_run.py's
+#:   worker and its last tests wait for them (tests/realcli/conftest.py). The modules are
+#:   groups of their own, not one tier-wide group: the tier is half CPU (node starting the
+#:   CLIs) and half waiting (resets served minutes ahead), and on one worker it was the
+#:   suite's critical path by far. The clock's and the install's tests share nothing costly
+#:   and go anywhere;
+#: - the container image and the built distributions: one build per module, not per worker;
+#: - the browser: one chromium per module;
+#: - the drills: each measures sweepers against the clock, and two at once would each count
+#:   the other's load as theirs.
+GROUP_BY_FOLDER = {"browser": "browser"}
+GROUP_BY_FILE = {
+    "test_container_image.py": "container_image",
+    "test_install_wheel.py": "install_wheel",
+    "test_sweeper_kill_drill.py": "drills",
+    "test_sweeper_host_drills.py": "drills",
+}
+REALCLI_UNGROUPED = {"test_realcli_clock.py", "test_realcli_install.py"}
+#: The groups in the order they are handed out, longest first (their wall time, measured on
+#: CI's 2 cores; a worker that takes a long group late ends the run late). Groups not named
+#: here come after them; the other tests go in collection order (`make_scheduler`).
+LONGEST_FIRST = (
+    "realcli:test_realcli_service.py",  # 357-381 s
+    "realcli:test_realcli_run.py",  # 345-361 s
+    "realcli:test_realcli_one_writer.py",  # 286-342 s
+    "realcli:test_realcli_workflow_decline.py",  # 333-346 s
+    "realcli:test_realcli_one_writer_pty.py",  # 186-210 s
+    "realcli:test_realcli_dst.py",  # 139-171 s
+    "realcli:test_realcli_workflow_hook.py",  # 139-164 s
+    "realcli:test_realcli_one_writer_gemini.py",  # 94-139 s
+    "drills",  # 89-128 s
+    "realcli:test_realcli_claude.py",  # 35-133 s
+    "realcli:test_realcli_gemini.py",  # 60-118 s
+    "browser",  # 30-65 s
+    "realcli:test_realcli_workflow.py",  # 57-74 s
+    "container_image",  # 38-52 s
+    "realcli:test_realcli_gemini_unsaved.py",  # 7-36 s
+    "install_wheel",  # 26-30 s
+    "realcli:test_realcli_codex.py",  # 11-13 s
+)
+
+
+def group_of(nodeid: str) -> str | None:
+    """The group a test (by its node id, tests/...::name) shares a worker with, if any."""
+    path = PurePosixPath(nodeid.split("::", 1)[0])
+    if "realcli" in path.parts[:-1]:
+        return None if path.name in REALCLI_UNGROUPED else f"realcli:{path.name}"
+    for folder, group in GROUP_BY_FOLDER.items():
+        if folder in path.parts[:-1]:
+            return group
+    return GROUP_BY_FILE.get(path.name)
+
+
+#: The kinds of work unit, in the order a worker that waits well takes them: the groups (most
+#: of them waiting minutes on resets), tests/e2e's tests (processes of their own, some waiting
+#: on timeouts), the rest (quick and CPU-bound).
+GROUP, E2E, QUICK = 0, 1, 2
+
+
+def kind_of(scope: str) -> int:
+    if scope.startswith("group:"):
+        return GROUP
+    return E2E if "e2e" in PurePosixPath(scope.split("::", 1)[0]).parts[:-1] else QUICK
+
+
+def handed_out(scope: str) -> tuple[int, int]:
+    """Where a scheduling unit (a group, else one test's node id) goes in its kind's queue."""
+    group = scope.removeprefix("group:")
+    return (0, LONGEST_FIRST.index(group)) if group in LONGEST_FIRST else (1, 0)
+
+
+def quick_first(worker: str, workers: int, cores: int) -> bool:
+    """Whether a worker (by its id, "gw3") takes the quick tests first. With more workers than
+    cores, as many as there are cores do, from the start: the groups mostly wait, and the
+    cores would idle while every worker waited. With no more workers than cores, none does:
+    the longest groups go first, or one would end the run late."""
+    number = int(worker.removeprefix("gw")) if worker.removeprefix("gw").isdigit() else 0
+    return workers > cores and number % workers < cores
+
+
+#: Which kinds a worker takes first: the quick tests before the e2e tests, which are longer
+#: (so that no long one is left for last), or the groups first, then the e2e tests.
+QUICK_ORDER = (E2E, QUICK, GROUP)
+WAITING_ORDER = (GROUP, E2E, QUICK)
+#: How many workers beyond the cores' count may run the e2e and quick tests at once, once the
+#: groups are done. Two thirds of those tests' time is waiting (on sleeps, timeouts, other
+#: processes), so with the two kept for them alone the run ended 40 s later; with all eight
+#: the cores were starved enough that tests with a second's margin failed.
+SPARE = 2
+
+
+def make_scheduler(config: pytest.Config, log: Any, cores: int) -> Any:
+    """A parallel run's scheduler: xdist's loadgroup, with the groups above. They are not
+    given as xdist_group marks, because xdist joins those to the node id by a pytest internal
+    that pytest 9 no longer reads (the marks are silently ignored). Where each unit goes:
+
+    - as many workers as cores take the e2e and quick tests first, the others the groups,
+      longest first (`quick_first`); each takes the other kinds once its own are gone;
+    - a worker still in a group is given a quick test, not the next group: xdist hands a worker
+      its next unit before its last test ends (it runs a test only once it knows the next), and
+      a group given then would wait for that test, minutes at times, while another worker
+      could have started it;
+    - a worker out of groups joins the tests only while fewer than cores + `SPARE` workers
+      run them, and ends otherwise."""
+    from xdist.scheduler import LoadGroupScheduling
+
+    class Grouped(LoadGroupScheduling):
+        queues: dict[int, deque[str]] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            group = group_of(nodeid)
+            return f"group:{group}" if group is not None else nodeid
+
+        def _in_group(self, node: Any) -> bool:
+            return any(
+                kind_of(scope) == GROUP and not all(tests.values())
+                for scope, tests in self.assigned_work.get(node, {}).items()
+            )
+
+        def _on_tests(self, node: Any) -> bool:
+            return not node.shutting_down and (
+                quick_first(node.gateway.id, len(self.nodes), cores)
+                or any(
+                    kind_of(scope) != GROUP and not all(tests.values())
+                    for scope, tests in self.assigned_work.get(node, {}).items()
+                )
+            )
+
+        def _next(self, node: Any) -> str | None:
+            assert self.queues is not None
+            quick = quick_first(node.gateway.id, len(self.nodes), cores)
+            order = QUICK_ORDER if quick else WAITING_ORDER
+            if not quick and self._in_group(node) and self.queues[QUICK]:
+                order = (QUICK, *order)
+            elif not quick and len(self.nodes) > cores:
+                on_tests = sum(self._on_tests(other) for other in self.nodes if other is not node)
+                if on_tests >= cores + SPARE:
+                    order = (GROUP,)  # enough workers run tests; no group left: it ends
+            for kind in order:
+                queue = self.queues[kind]
+                while queue and queue[0] not in self.workqueue:
+                    queue.popleft()
+                if queue:
+                    return queue.popleft()
+            return None
+
+        def _assign_work_unit(self, node: Any) -> None:
+            if self.queues is None:  # the queue is complete once the first unit is handed out
+                scopes = sorted(self.workqueue, key=handed_out)
+                self.queues = {kind: deque(s for s in scopes if kind_of(s) == kind)
+                               for kind in (GROUP, E2E, QUICK)}  # fmt: skip
+            chosen = self._next(node)
+            if chosen is None:
+                node.shutdown()
+                return
+            self.workqueue.move_to_end(chosen, last=False)
+            super()._assign_work_unit(node)
+
+    return Grouped(config, log)
