@@ -92,9 +92,10 @@ def quick_first(worker: str, workers: int, cores: int) -> bool:
     return workers > cores and number % workers < cores
 
 
-#: Which kinds a worker takes first: the quick tests before the e2e tests, which are longer
-#: (so that no long one is left for last), or the groups first, then the e2e tests.
-QUICK_ORDER = (E2E, QUICK, GROUP)
+#: Which kinds a worker takes first: the quick tests, then the e2e tests (in the run's first
+#: minute every worker collects and every group starts its CLIs at once, and a hook e2e test
+#: then ran past the hook's 20 s), or the groups first, then the e2e tests.
+QUICK_ORDER = (QUICK, E2E, GROUP)
 WAITING_ORDER = (GROUP, E2E, QUICK)
 #: How many workers beyond the cores' count may run the e2e and quick tests at once, once the
 #: groups are done. Two thirds of those tests' time is waiting (on sleeps, timeouts, other
@@ -108,7 +109,7 @@ def make_scheduler(config: pytest.Config, log: Any, cores: int) -> Any:
     given as xdist_group marks, because xdist joins those to the node id by a pytest internal
     that pytest 9 no longer reads (the marks are silently ignored). Where each unit goes:
 
-    - as many workers as cores take the e2e and quick tests first, the others the groups,
+    - as many workers as cores take the quick and e2e tests first, the others the groups,
       longest first (`quick_first`); each takes the other kinds once its own are gone;
     - a worker still in a group is given a quick test, not the next group: xdist hands a worker
       its next unit before its last test ends (it runs a test only once it knows the next), and

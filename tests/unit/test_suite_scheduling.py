@@ -83,12 +83,12 @@ def run_one(scheduler: Any, node: Worker) -> str:
     return node.ids[index]
 
 
-def test_as_many_workers_as_cores_start_on_e2e_tests_and_the_rest_on_the_longest_groups() -> None:
-    """8 workers on 2 cores: gw0 and gw1 start on e2e tests, gw2-gw7 on the six longest
+def test_as_many_workers_as_cores_start_on_quick_tests_and_the_rest_on_the_longest_groups() -> None:
+    """8 workers on 2 cores: gw0 and gw1 start on quick tests, gw2-gw7 on the six longest
     groups, longest first."""
     _, nodes = started(workers=8, cores=2)
     firsts = [node.units()[0] for node in nodes]
-    assert all(first.startswith("tests/e2e/") for first in firsts[:2]), firsts
+    assert all(first.startswith("tests/unit/") for first in firsts[:2]), firsts
     assert firsts[2:] == list(LONGEST_FIRST[:6])
 
 
