@@ -1,11 +1,11 @@
 """The real-CLI tier's supervised runs start early, when any test that needs them was
 selected: they spend minutes waiting for resets, which then overlap other tests instead of
 adding to them. In a run on one process they start with the tier's first test; on a parallel
-run's workers (each real-CLI module is a group of its own, tests/conftest.py), with the first
-test of test_realcli_run.py, on the one worker that runs it: its tests that wait for the runs
-come after its other tests. Not earlier: the mock stamps each answer with time.time(), which
-other tiers' tests pin with freezegun; the runs' tests wait for them. Whatever was started is
-ended when the session finishes, however it finishes."""
+run's workers (each real-CLI module is a group of its own, tests/support/scheduling.py), with
+the first test of test_realcli_run.py, on the one worker that runs it: its tests that wait for
+the runs come after its other tests. Not earlier: the mock stamps each answer with
+time.time(), which other tiers' tests pin with freezegun; the runs' tests wait for them.
+Whatever was started is ended when the session finishes, however it finishes."""
 
 from __future__ import annotations
 
