@@ -3,9 +3,7 @@ share a worker (groups), and which worker takes what first. tests/conftest.py pl
 
 from __future__ import annotations
 
-import time
 from collections import deque
-from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -94,33 +92,25 @@ def quick_first(worker: str, workers: int, cores: int) -> bool:
     return workers > cores and number % workers < cores
 
 
-#: Which kinds a worker takes first. The workers kept for tests: the quick tests while the run
-#: starts (every worker collects and every group starts its CLIs at once, and a hook e2e test
-#: then ran past the hook's 20 s), then the e2e tests, longer and mostly waiting, so that they
-#: are not all left for the end (they were CI's last six minutes). The others: the groups.
-STARTING_ORDER = (QUICK, E2E, GROUP)
-QUICK_ORDER = (E2E, QUICK, GROUP)
+#: Which kinds a worker takes first: the quick tests, then the e2e tests (in the run's first
+#: minute every worker collects and every group starts its CLIs at once, and a hook e2e test
+#: then ran past the hook's 20 s), or the groups first, then the e2e tests.
+QUICK_ORDER = (QUICK, E2E, GROUP)
 WAITING_ORDER = (GROUP, E2E, QUICK)
-#: How long a run "starts": its first minute and a half (measured from the first unit handed
-#: out, once every worker has collected).
-STARTING_S = 90.0
 #: How many workers beyond the cores' count may run the e2e and quick tests at once, once the
-#: groups are done: four. Two thirds of the e2e tests' time is waiting (on sleeps, timeouts,
-#: the processes they start), and with two CI's last four minutes were e2e tests on four
-#: workers while the cores idled 9 % of the run. All eight, from the start, starved the cores
-#: enough that tests with a second's margin failed.
+#: groups are done. The e2e tests come last and two thirds of their time is waiting (on
+#: sleeps, timeouts, the processes they start): with two, CI's last four minutes were e2e tests
+#: on four workers, and the cores idled 9 % of the run. All eight (with the e2e tests first)
+#: starved the cores enough that tests with a second's margin failed.
 SPARE = 4
 
 
-def make_scheduler(
-    config: pytest.Config, log: Any, cores: int, clock: Callable[[], float] = time.monotonic
-) -> Any:
+def make_scheduler(config: pytest.Config, log: Any, cores: int) -> Any:
     """A parallel run's scheduler: xdist's loadgroup, with the groups above. They are not
     given as xdist_group marks, because xdist joins those to the node id by a pytest internal
     that pytest 9 no longer reads (the marks are silently ignored). Where each unit goes:
 
-    - as many workers as cores take the quick tests first (the e2e tests once the run has
-      started, `STARTING_S`), the others the groups,
+    - as many workers as cores take the quick and e2e tests first, the others the groups,
       longest first (`quick_first`); each takes the other kinds once its own are gone;
     - a worker still in a group is given a quick test, not the next group: xdist hands a worker
       its next unit before its last test ends (it runs a test only once it knows the next), and
@@ -132,7 +122,6 @@ def make_scheduler(
 
     class Grouped(LoadGroupScheduling):
         queues: dict[int, deque[str]] | None = None
-        started = 0.0
 
         def _split_scope(self, nodeid: str) -> str:
             group = group_of(nodeid)
@@ -156,8 +145,7 @@ def make_scheduler(
         def _next(self, node: Any) -> str | None:
             assert self.queues is not None
             quick = quick_first(node.gateway.id, len(self.nodes), cores)
-            starting = clock() - self.started < STARTING_S
-            order = (STARTING_ORDER if starting else QUICK_ORDER) if quick else WAITING_ORDER
+            order = QUICK_ORDER if quick else WAITING_ORDER
             if not quick and self._in_group(node) and self.queues[QUICK]:
                 order = (QUICK, *order)
             elif not quick and len(self.nodes) > cores:
@@ -174,7 +162,6 @@ def make_scheduler(
 
         def _assign_work_unit(self, node: Any) -> None:
             if self.queues is None:  # the queue is complete once the first unit is handed out
-                self.started = clock()
                 scopes = sorted(self.workqueue, key=handed_out)
                 self.queues = {kind: deque(s for s in scopes if kind_of(s) == kind)
                                for kind in (GROUP, E2E, QUICK)}  # fmt: skip

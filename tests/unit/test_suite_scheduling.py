@@ -4,20 +4,13 @@ scheduler class with the suite's policy, driven by stand-in workers that behave 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from tests.support.scheduling import (
-    LONGEST_FIRST,
-    SPARE,
-    STARTING_S,
-    group_of,
-    make_scheduler,
-)
+from tests.support.scheduling import LONGEST_FIRST, SPARE, group_of, make_scheduler
 
 pytest.importorskip("xdist")
 
@@ -66,14 +59,12 @@ class Worker:
         return seen
 
 
-def started(
-    workers: int, cores: int, clock: Callable[[], float] = lambda: 0.0
-) -> tuple[Any, list[Worker]]:
+def started(workers: int, cores: int) -> tuple[Any, list[Worker]]:
     config = SimpleNamespace(
         getvalue=lambda name: [f"{workers}*popen"] if name == "tx" else None,
         option=SimpleNamespace(loadscopereorder=False),
     )
-    scheduler = make_scheduler(config, None, cores=cores, clock=clock)
+    scheduler = make_scheduler(config, None, cores=cores)
     ids = collection()
     nodes = [Worker(f"gw{n}", ids) for n in range(workers)]
     for node in nodes:
@@ -106,19 +97,6 @@ def test_with_no_more_workers_than_cores_every_worker_starts_on_the_longest_grou
     first."""
     _, nodes = started(workers=2, cores=2)
     assert [node.units()[0] for node in nodes] == list(LONGEST_FIRST[:2])
-
-
-def test_once_the_run_has_started_the_kept_workers_take_the_e2e_tests_first() -> None:
-    """While the run starts, a worker kept for tests is handed quick tests; STARTING_S later,
-    an e2e test before the quick ones left."""
-    now = [0.0]
-    scheduler, nodes = started(workers=8, cores=2, clock=lambda: now[0])
-    worker = nodes[0]
-    run_one(scheduler, worker)
-    assert all(unit.startswith("tests/unit/") for unit in worker.units()), worker.units()
-    now[0] = STARTING_S + 1
-    run_one(scheduler, worker)
-    assert worker.units()[-1].startswith("tests/e2e/"), worker.units()
 
 
 def test_a_worker_ending_a_group_is_given_a_quick_test_not_the_next_group() -> None:
