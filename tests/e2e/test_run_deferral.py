@@ -17,12 +17,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from rewake import heartbeats
 from rewake.db.engine import Database
 from rewake.runner.store.stores import StoreError
 from tests.support.db import migrate
 from tests.support.run import attempts_of, epoch_in, make_run_env, process_running
-from tests.support.sweeper import start_sweeper, stop_all, wait_until
+from tests.support.sweeper import heartbeat_seen, start_sweeper, stop_all, wait_until
 
 #: How often the sweeper looks at a deferred mark again in this test (REWAKE_DEFER_RECHECK_S).
 RECHECK_S = 2
@@ -63,17 +62,13 @@ def test_a_held_conversation_waits_then_resumes_headless_once_the_holder_closed(
     claude_dir = tmp_path / "claude"
     run_env.env["CLAUDE_CONFIG_DIR"] = str(claude_dir)
     migrate(run_env.database_url)
-    sweeper = start_sweeper(run_env.env, tmp_path / "sweeper.log")
+    sweep_log = tmp_path / "sweeper.log"
+    sweeper = start_sweeper(run_env.env, sweep_log)
     database = Database(run_env.database_url)
     holder = None
     try:
-
-        def heartbeat_seen() -> bool:
-            with database.reader() as db:
-                return heartbeats.latest_heartbeat(db) is not None
-
         # Seen, so that rewake run leaves the firing to the sweeper.
-        assert wait_until(heartbeat_seen, 60), (tmp_path / "sweeper.log").read_text()
+        assert wait_until(lambda: heartbeat_seen(database), 60), sweep_log.read_text()
         run_env.scenario({"do": "limit", "resets_at": epoch_in(20)}, {"do": "success"})
         waiting = run_env.start("run", "--auto-resume", "--name", "held", "--", "claude", "-p", "x")
         record = tmp_path / "state" / "runs" / "held.json"
@@ -89,7 +84,6 @@ def test_a_held_conversation_waits_then_resumes_headless_once_the_holder_closed(
                 session["mark"]["state"] == "armed"
             )
 
-        sweep_log = tmp_path / "sweeper.log"
         if not wait_until(looked_at_twice, 90, poll_s=0.2):
             waiting.terminate()
             said = waiting.communicate(timeout=30)[0]

@@ -83,22 +83,17 @@ def test_a_missing_conversation_keeps_the_recorded_id(run_env: RunEnv) -> None:
 def test_a_sweeper_on_the_log_executor_is_named_before_waiting(tmp_path: Path) -> None:
     """With a sweeper alive whose heartbeat says it runs the log executor, rewake run warns
     before it waits that such a sweeper would only log the resume, and says how to fix it."""
-    from rewake import heartbeats
     from rewake.db.engine import Database
     from tests.support.run import make_run_env
-    from tests.support.sweeper import start_sweeper, stop_all
+    from tests.support.sweeper import heartbeat_seen, start_sweeper, stop_all
 
     env = make_run_env(tmp_path, executor="log")
     migrate(env.database_url)
-    sweeper = start_sweeper(env.env, tmp_path / "sweeper.log")
+    sweep_log = tmp_path / "sweeper.log"
+    sweeper = start_sweeper(env.env, sweep_log)
     database = Database(env.database_url)
     try:
-
-        def heartbeat_seen() -> bool:
-            with database.reader() as db:
-                return heartbeats.latest_heartbeat(db) is not None
-
-        assert wait_until(heartbeat_seen, 30), (tmp_path / "sweeper.log").read_text()
+        assert wait_until(lambda: heartbeat_seen(database), 30), sweep_log.read_text()
         env.scenario({"do": "limit", "resets_at": epoch_in(1)}, {"do": "success"})
         done: subprocess.CompletedProcess[str] = env.rewake(
             "run", "--auto-resume", "--name", "lg1", "--", "claude", "-p", TASK

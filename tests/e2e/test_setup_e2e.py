@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from rewake import heartbeats
 from rewake.db.engine import Database
 from rewake.exits import Exit
 from rewake.runner.setup.sweeper_service import UNIT_NAME
@@ -21,7 +20,7 @@ from rewake.runner.store.stores import LocalStore
 from rewake.settings import Settings
 from tests.support import systemd_syntax
 from tests.support.run import STANDINS, attempts_of, epoch_in
-from tests.support.sweeper import stop_all, wait_until
+from tests.support.sweeper import heartbeat_seen, stop_all, wait_until
 
 pytestmark = [
     pytest.mark.e2e,
@@ -91,12 +90,7 @@ def test_the_written_unit_starts_a_sweeper_that_resumes_once(tmp_path: Path) -> 
         sweeper = subprocess.Popen(argv, env=sweeper_env, cwd=home, stdout=out, stderr=out)
     database = Database(environment["REWAKE_DATABASE_URL"])
     try:
-
-        def heartbeat_seen() -> bool:
-            with database.reader() as db:
-                return heartbeats.latest_heartbeat(db) is not None
-
-        assert wait_until(heartbeat_seen, 30), log.read_text()
+        assert wait_until(lambda: heartbeat_seen(database), 30), log.read_text()
         done = rewake("auto-resume", "su1", "on")
         assert done.returncode == Exit.OK, done.stdout + done.stderr
 

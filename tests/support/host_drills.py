@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from rewake import heartbeats
 from rewake.db.engine import Database
 from rewake.marks import repository as mark_repo
 from rewake.marks.pacing import PacingRules
@@ -33,6 +32,7 @@ from tests.hosts.rough_host import MIB, RoughHost
 from tests.support.sweeper import (
     REPO,
     count_in_states,
+    heartbeat_seen,
     mark_events,
     marks_by_root,
     rewake_env,
@@ -50,12 +50,7 @@ LEAD_S = 1.0
 
 def wait_for_heartbeat(database: Database, timeout_s: float = 60) -> None:
     """Wait until a sweeper has written its heartbeat: the process is up and sweeping."""
-
-    def seen() -> bool:
-        with database.reader() as db:
-            return heartbeats.latest_heartbeat(db) is not None
-
-    if not wait_until(seen, timeout_s, poll_s=0.1):
+    if not wait_until(lambda: heartbeat_seen(database), timeout_s, poll_s=0.1):
         raise RuntimeError("the sweeper process did not start")
 
 

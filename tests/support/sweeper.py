@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import insert, select
 
+from rewake import heartbeats
 from rewake.context import Context
 from rewake.db.engine import Database
 from rewake.db.models import MarkRow, RunRow, SessionRow, TimelineRow
@@ -162,6 +163,12 @@ def wait_until(predicate: Callable[[], bool], timeout_s: float, poll_s: float = 
             return True
         time.sleep(poll_s)
     return predicate()
+
+
+def heartbeat_seen(database: Database) -> bool:
+    """Whether a sweeper has written its heartbeat: the process is up and sweeping."""
+    with database.reader() as db:
+        return heartbeats.latest_heartbeat(db) is not None
 
 
 def utc(seconds_from_now: float = 0.0) -> datetime:
