@@ -3,12 +3,16 @@ and refuses every other."""
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
+from rewake.executors.base import OutcomeState
 from rewake.marks.states import (
     FINAL_STATES,
     LIVE_STATES,
     OUTCOME_STATES,
+    TRANSITIONS,
     IllegalTransition,
     MarkState,
     check_transition,
@@ -74,6 +78,12 @@ def test_final_live_and_outcome_states_are_as_designed() -> None:
     assert [str(state) for state in OUTCOME_STATES] == [
         "done", "failed", "uncertain", "superseded", "logged",
     ]  # fmt: skip
+
+
+def test_an_executor_answers_exactly_the_states_a_send_may_move_to() -> None:
+    """The executors' OutcomeState (a type, so written out) is the table's row for sending:
+    an outcome the table refuses, or a move it allows that no executor can answer, fails."""
+    assert set(get_args(OutcomeState)) == set(TRANSITIONS[MarkState.SENDING])
 
 
 def test_every_state_is_reachable_from_armed() -> None:
