@@ -3,7 +3,6 @@ share a worker (groups), and which worker takes what first. tests/conftest.py pl
 
 from __future__ import annotations
 
-from collections import deque
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -97,11 +96,11 @@ def quick_first(worker: str, workers: int, cores: int) -> bool:
 #: then ran past the hook's 20 s), or the groups first, then the e2e tests.
 QUICK_ORDER = (QUICK, E2E, GROUP)
 WAITING_ORDER = (GROUP, E2E, QUICK)
-#: How many workers beyond the cores' count may run the e2e and quick tests at once, once the
-#: groups are done. The e2e tests come last and two thirds of their time is waiting (on
-#: sleeps, timeouts, the processes they start): with two, CI's last four minutes were e2e tests
-#: on four workers, and the cores idled 9 % of the run. All eight (with the e2e tests first)
-#: starved the cores enough that tests with a second's margin failed.
+#: How many of the group workers go on to the e2e and quick tests once the groups are done,
+#: beside the workers kept for them. The e2e tests come last and two thirds of their time is
+#: waiting (on sleeps, timeouts, the processes they start): with two, CI's last four minutes
+#: were e2e tests on four workers, and the cores idled 9 % of the run. All eight (with the e2e
+#: tests first) starved the cores enough that tests with a second's margin failed.
 SPARE = 4
 
 
@@ -116,55 +115,62 @@ def make_scheduler(config: pytest.Config, log: Any, cores: int) -> Any:
       its next unit before its last test ends (it runs a test only once it knows the next), and
       a group given then would wait for that test, minutes at times, while another worker
       could have started it;
-    - a worker out of groups joins the tests only while fewer than cores + `SPARE` workers
-      run them, and ends otherwise."""
+    - a worker out of groups joins the tests while fewer than `SPARE` others have, and ends
+      otherwise;
+    - a unit a crashed worker left goes back in the queue and is handed out again."""
     from xdist.scheduler import LoadGroupScheduling
 
     class Grouped(LoadGroupScheduling):
-        queues: dict[int, deque[str]] | None = None
+        #: Each unit's kind, read once, when the first unit is handed out: the queue is complete
+        #: then, and is put in the order units are handed out.
+        kinds: dict[str, int] | None = None
+
+        def __init__(self, config: pytest.Config, log: Any) -> None:
+            super().__init__(config, log)
+            #: The group each worker was given last, and the group workers that went on to the
+            #: tests once the groups were gone.
+            self.group_now: dict[Any, str] = {}
+            self.joined: set[Any] = set()
 
         def _split_scope(self, nodeid: str) -> str:
             group = group_of(nodeid)
             return f"group:{group}" if group is not None else nodeid
 
         def _in_group(self, node: Any) -> bool:
-            return any(
-                kind_of(scope) == GROUP and not all(tests.values())
-                for scope, tests in self.assigned_work.get(node, {}).items()
-            )
+            scope = self.group_now.get(node)
+            return scope is not None and not all(self.assigned_work[node][scope].values())
 
-        def _on_tests(self, node: Any) -> bool:
-            return not node.shutting_down and (
-                quick_first(node.gateway.id, len(self.nodes), cores)
-                or any(
-                    kind_of(scope) != GROUP and not all(tests.values())
-                    for scope, tests in self.assigned_work.get(node, {}).items()
-                )
-            )
+        def _first(self, kind: int) -> str | None:
+            """The next unit of `kind` in the queue (a unit a crashed worker left is back in it)."""
+            assert self.kinds is not None
+            return next((scope for scope in self.workqueue if self.kinds[scope] == kind), None)
 
         def _next(self, node: Any) -> str | None:
-            assert self.queues is not None
-            quick = quick_first(node.gateway.id, len(self.nodes), cores)
-            order = QUICK_ORDER if quick else WAITING_ORDER
-            if not quick and self._in_group(node) and self.queues[QUICK]:
-                order = (QUICK, *order)
-            elif not quick and len(self.nodes) > cores:
-                on_tests = sum(self._on_tests(other) for other in self.nodes if other is not node)
-                if on_tests >= cores + SPARE:
-                    order = (GROUP,)  # enough workers run tests; no group left: it ends
+            if quick_first(node.gateway.id, len(self.nodes), cores):
+                order = QUICK_ORDER
+            elif self._in_group(node):
+                order = (QUICK, *WAITING_ORDER)
+            elif node in self.joined or len(self.nodes) <= cores or len(self.joined) < SPARE:
+                order = WAITING_ORDER
+            else:
+                order = (GROUP,)  # enough workers run the tests; with no group left, it ends
             for kind in order:
-                queue = self.queues[kind]
-                while queue and queue[0] not in self.workqueue:
-                    queue.popleft()
-                if queue:
-                    return queue.popleft()
+                scope = self._first(kind)
+                if scope is None:
+                    continue
+                if kind == GROUP:
+                    self.group_now[node] = scope
+                elif order is WAITING_ORDER and len(self.nodes) > cores:
+                    self.joined.add(node)
+                return scope
             return None
 
         def _assign_work_unit(self, node: Any) -> None:
-            if self.queues is None:  # the queue is complete once the first unit is handed out
-                scopes = sorted(self.workqueue, key=handed_out)
-                self.queues = {kind: deque(s for s in scopes if kind_of(s) == kind)
-                               for kind in (GROUP, E2E, QUICK)}  # fmt: skip
+            if self.kinds is None:
+                self.kinds = {scope: kind_of(scope) for scope in self.workqueue}
+                queue = sorted(self.workqueue.items(), key=lambda unit: handed_out(unit[0]))
+                self.workqueue.clear()
+                self.workqueue.update(queue)
             chosen = self._next(node)
             if chosen is None:
                 node.shutdown()

@@ -142,3 +142,23 @@ def test_every_test_runs_once_and_only_spare_workers_join_the_tests_after_their_
             joined.append(node.id)
         assert node.shutting_down
     assert 0 < len(joined) <= SPARE, [node.units() for node in nodes[2:]]
+
+
+def test_the_units_a_crashed_worker_left_are_handed_out_again() -> None:
+    """A worker that dies with tests pending: xdist puts its units back in the queue, and the
+    other workers run them; every test runs."""
+    scheduler, nodes = started(workers=8, cores=2)
+    for _ in range(5):
+        nodes[0].ran.append(run_one(scheduler, nodes[0]))
+    crashed = nodes.pop(0)
+    assert crashed.queue, "the worker had tests pending"
+    scheduler.remove_node(crashed)
+    for _ in range(10_000):
+        busy = [node for node in nodes if node.runnable()]
+        if not busy:
+            break
+        for node in busy:
+            node.ran.append(run_one(scheduler, node))
+    ran = {test for node in [crashed, *nodes] for test in node.ran}
+    assert ran == set(collection())
+    assert scheduler.tests_finished
