@@ -68,8 +68,8 @@ class WorkflowMock:
     #: The agents (1-based) that get the usage limit; changed between attempts.
     limited: set[int] = field(default_factory=set)
     reset_epoch: int = 0
-    #: When set (and reset_epoch is not), the limit resets this many seconds after the run's
-    #: first agent asks: a window counted from when the test scripted it would run out while
+    #: When set (and reset_epoch is not), the limit resets this many seconds after the first
+    #: limited agent asks: a window counted from when the test scripted it would run out while
     #: a loaded machine was still starting rewake and the CLI, and no agent would be refused.
     reset_in_s: float = 0.0
     script: str = SCRIPT
@@ -85,7 +85,7 @@ class WorkflowMock:
         if found:
             n = int(found.group(1))
             with self._lock:
-                if self.reset_in_s and not self.reset_epoch:
+                if self.reset_in_s and not self.reset_epoch and n in self.limited:
                     self.reset_epoch = int(time.time() + self.reset_in_s)
                 # The limit holds until its reset, as the provider's does.
                 limited = n in self.limited and time.time() < self.reset_epoch
@@ -111,6 +111,11 @@ class WorkflowMock:
         with self._lock:
             self.main.append(what)
         return 200, {}, _message(request, serial, block)
+
+    def limit(self, agents: set[int], reset_in_s: float) -> None:
+        """Refuse `agents` from now on, until `reset_in_s` after the first of them asks."""
+        with self._lock:
+            self.reset_epoch, self.reset_in_s, self.limited = 0, reset_in_s, set(agents)
 
     def counts(self, since: int = 0) -> Counter[int]:
         with self._lock:

@@ -176,7 +176,7 @@ def run_tty_case(case: Case, root: Path) -> Judged:
         try:
             tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
             truth = serve(mock, case)
-            tmux.type_line("hi")
+            tmux.submit("hi", lambda: len(mock.requests(mp.ANTHROPIC)))
             tmux.wait_for(waits_for(_TTY_BANNER), timeout=150)
             time.sleep(1.5)  # the status lines under the prompt follow the transcript line
             screen = tmux.screen()

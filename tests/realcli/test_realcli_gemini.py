@@ -196,7 +196,7 @@ def run_tty_case(case: Case, root: Path) -> Judged:
         try:
             tmux.wait_for(waits_for(r"Type your message|> "), timeout=150)
             time.sleep(1.0)
-            tmux.type_line("hi")
+            tmux.submit("hi", lambda: len(mock.requests(mp.GEMINI)))
             tmux.wait_for(waits_for(_TTY_BANNER), timeout=150)
             time.sleep(1.0)
             screen = tmux.screen()

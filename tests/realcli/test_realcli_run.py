@@ -233,7 +233,7 @@ def test_hook_from_real_interactive_claude_records_the_limit(
             tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
             reset = int(time.time() + offset_s)
             mock.script(mp.ANTHROPIC, mp.claude_limit(reset, claim))
-            tmux.type_line("hi")
+            tmux.submit("hi", lambda: len(mock.requests(mp.ANTHROPIC)))
             tmux.wait_for(waits_for(r"hit your [^\n]*limit|Stop and wait"), timeout=150)
             # The hook says what became of the offer last ("auto-resume armed" or "... not
             # offered"); closing the CLI before then would end the hook with it.

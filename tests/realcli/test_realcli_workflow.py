@@ -98,8 +98,7 @@ def case(served: Served, tmp_path: Path) -> Case:
 
 def first_attempt(case: Case, served: Served, name: str, limited: set[int]) -> tuple[int, str]:
     """`rewake run -- claude -p` launching the workflow, with `limited` agents refused."""
-    served.mock.limited = limited
-    served.mock.reset_epoch, served.mock.reset_in_s = 0, 8
+    served.mock.limit(limited, reset_in_s=8)
     return case.rewake("--provider", "claude", "--name", name, "--", "claude",
                        "--allowedTools", "Workflow", "-p", "WFTEST use a workflow")  # fmt: skip
 
@@ -150,8 +149,7 @@ def test_auto_resume_fires_after_the_reset_and_replays_the_returned_agents(
     """`rewake run --auto-resume`: the workflow's limit arms a resume, rewake waits for the
     reset and fires it in the foreground; the provider gets agents 4, 5, 6 once more and no
     request before the reset."""
-    served.mock.limited = {4, 5, 6}
-    served.mock.reset_epoch, served.mock.reset_in_s = 0, 8
+    served.mock.limit({4, 5, 6}, reset_in_s=8)
     code, out = case.rewake("--provider", "claude", "--name", "wf-auto", "--auto-resume", "--",
                             "claude", "--allowedTools", "Workflow", "-p",
                             "WFTEST use a workflow")  # fmt: skip

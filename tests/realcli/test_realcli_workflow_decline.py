@@ -33,11 +33,14 @@ from tests.support.sweeper import start_sweeper, stop_all
 
 pytestmark = pytest.mark.realcli
 
-#: How far ahead the limit resets: the run's end is reported and armed well before (the
-#: exact reset comes from the lost agents' rows, so the minute Claude prints does not matter).
-RESET_AHEAD_S = 30
+#: How long after the first refused agent asks the limit resets: the run's end is reported and
+#: armed well before (the exact reset comes from the lost agents' rows, so the minute Claude
+#: prints does not matter). Counted from the refusal, not from when the test asks for the
+#: workflow: on a loaded machine Claude has taken 20 s to reach agent 4, and the hook 13 s more
+#: to arm, so a window counted from the prompt ran out first.
+RESET_AHEAD_S = 40
 #: The same when the session is also closed before the reset: time for /exit as well.
-CLOSED_RESET_AHEAD_S = 45
+CLOSED_RESET_AHEAD_S = 60
 #: After the reset: the mark falls due, the sweeper resumes, the run's three agents go.
 RESUMED_WITHIN_S = 90
 #: The agents as the mock saw them on the declined run: 1-3 answered, 4-6 refused.
@@ -112,8 +115,7 @@ def launch(case: Declining, served: Served, reset_ahead_s: int) -> None:
     """Claude at its prompt, the limit set for agents 4-6, the workflow asked for."""
     mock = served.mock
     case.tmux.wait_for(waits_for(r"❯|for shortcuts"), timeout=150)
-    mock.limited = {4, 5, 6}
-    mock.reset_epoch = int(time.time()) + reset_ahead_s
+    mock.limit({4, 5, 6}, reset_in_s=reset_ahead_s)
     case.tmux.submit("WFTEST use a workflow", lambda: len(mock.main))
 
 
@@ -235,31 +237,30 @@ def ran_live(case: Declining) -> bool:
 
 #: The third limit in one run: Claude Code waits out two resets (each the reset plus its 30-90 s
 #: jitter) and declines the third. Two short resets keep the waits short; the third leaves the
-#: hook time to arm before it.
+#: hook time to arm before it. Each is counted from when its agent first asks (RESET_AHEAD_S).
 SHORT_RESET_S = 5
-THIRD_RESET_AHEAD_S = 30
+THIRD_RESET_AHEAD_S = RESET_AHEAD_S
 
 
 def limit_one_agent_at_a_time(served: Served, stages: list[int]) -> None:
-    """Limit the agents in `stages` one after another, each until SHORT_RESET_S after it is
-    set: the first now, the next once the one before has answered (Claude Code's re-run
-    after its wait); the last until THIRD_RESET_AHEAD_S ahead."""
+    """Limit the agents in `stages` one after another, each until SHORT_RESET_S after it first
+    asks: the first from now, the next once the one before has answered (Claude Code's re-run
+    after its wait); the last until THIRD_RESET_AHEAD_S after it asks."""
     mock = served.mock
     answer = mock.answer
     pending = list(stages)
 
-    def reset_for(agent: int) -> int:
-        ahead = THIRD_RESET_AHEAD_S if agent == stages[-1] else SHORT_RESET_S
-        return int(time.time()) + ahead
+    def window(agent: int) -> int:
+        return THIRD_RESET_AHEAD_S if agent == stages[-1] else SHORT_RESET_S
 
     def staged(request: dict[str, Any], serial: int) -> tuple[int, dict[str, str], bytes]:
         reply = answer(request, serial)
         if len(pending) > 1 and mock.agents and mock.agents[-1] == (pending[0], "ok"):
             pending.pop(0)
-            mock.limited, mock.reset_epoch = {pending[0]}, reset_for(pending[0])
+            mock.limit({pending[0]}, reset_in_s=window(pending[0]))
         return reply
 
-    mock.limited, mock.reset_epoch = {pending[0]}, reset_for(pending[0])
+    mock.limit({pending[0]}, reset_in_s=window(pending[0]))
     mock.answer = staged  # type: ignore[method-assign]
 
 
