@@ -9,20 +9,24 @@ empty head that every database is "current" with.
 SQLite: the upgrade runs inside one `BEGIN IMMEDIATE` transaction, so a second process waits
 for the first and then finds the schema current. PostgreSQL: `pg_advisory_xact_lock` taken at
 the start of the upgrade transaction (DDL is transactional there too).
+
+Alembic is loaded only to change a schema or to judge one that is not at HEAD: every command
+that opens the local store (the hook on each prompt of a session rewake reported among them)
+first asks whether the schema is current, and loading Alembic to answer took about a fifth of
+such a command's start-up.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, column, inspect, select, table, text
 from sqlalchemy.engine import Connection
 
-from alembic import command
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 #: Where an installed rewake keeps its migration scripts.
 PACKAGED_SCRIPTS = Path(__file__).resolve().parent.parent / "migration_scripts"
@@ -32,6 +36,14 @@ SOURCE_INI = SOURCE_SCRIPTS.parent / "alembic.ini"
 
 #: An arbitrary constant naming rewake's migration lock among PostgreSQL advisory locks.
 PG_MIGRATION_LOCK = 0x72657761  # "rewa"
+
+#: The newest revision of the scripts this code ships. A database stamped with exactly this is
+#: current without Alembic reading the scripts; anything else is judged by Alembic. A test holds
+#: it to the scripts' head, so a new migration fails the suite until this names it.
+HEAD = "0006"
+
+#: Where Alembic records a database's revision (its default, which alembic/env.py keeps).
+_VERSIONS = table("alembic_version", column("version_num"))
 
 
 class SchemaError(RuntimeError):
@@ -74,6 +86,8 @@ def script_location() -> Path:
 
 
 def alembic_config() -> Config:
+    from alembic.config import Config
+
     location = script_location()
     from_source = location == SOURCE_SCRIPTS and SOURCE_INI.is_file()
     config = Config(str(SOURCE_INI)) if from_source else Config()
@@ -83,6 +97,9 @@ def alembic_config() -> Config:
 
 
 def _status(connection: Connection) -> SchemaStatus:
+    from alembic.runtime.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
     config = alembic_config()
     script = ScriptDirectory.from_config(config)
     head = tuple(script.get_heads())
@@ -119,16 +136,30 @@ def upgrade(engine: Engine, revision: str = "head") -> SchemaStatus:
             if status.is_newer:
                 raise SchemaError(_newer_message(status))
             if not status.is_current or revision != "head":
+                from alembic import command
+
                 config = alembic_config()
                 config.attributes["connection"] = connection
                 command.upgrade(config, revision)
         return _status(connection)
 
 
+def stamped(connection: Connection) -> tuple[str, ...]:
+    """The revisions the database is stamped with, read without Alembic; () when it was never
+    migrated (no version table)."""
+    if not inspect(connection).has_table(_VERSIONS.name):
+        return ()
+    return tuple(connection.execute(select(_VERSIONS.c.version_num)).scalars())
+
+
 def ensure_current(engine: Engine) -> SchemaStatus:
     """Upgrade to head only when the schema is behind. A current schema is only read, without
     the migration lock: on SQLite that lock is the write lock, and a command that only reads
-    (`rewake ls`) must not wait behind a writer for it. SchemaError if the schema is newer."""
+    (`rewake ls`) must not wait behind a writer for it. A database stamped HEAD is taken as
+    current without loading Alembic. SchemaError if the schema is newer."""
+    with engine.connect() as connection:
+        if stamped(connection) == (HEAD,):
+            return SchemaStatus(current=(HEAD,), head=(HEAD,), unknown=())
     status = schema_status(engine)
     if status.is_newer:
         raise SchemaError(_newer_message(status))
@@ -146,6 +177,8 @@ def downgrade(engine: Engine, revision: str) -> SchemaStatus:
                 connection.execute(
                     text("SELECT pg_advisory_xact_lock(:key)"), {"key": PG_MIGRATION_LOCK}
                 )
+            from alembic import command
+
             config = alembic_config()
             config.attributes["connection"] = connection
             command.downgrade(config, revision)

@@ -116,6 +116,35 @@ def test_a_newer_schema_is_refused(empty_url: str) -> None:
     database.dispose()
 
 
+def test_head_is_the_scripts_head() -> None:
+    """migrations.HEAD, which lets a command find a current schema without Alembic, names the
+    one head of the scripts shipped: a new migration fails here until HEAD names it."""
+    script = ScriptDirectory.from_config(migrations.alembic_config())
+    assert script.get_heads() == [migrations.HEAD]
+
+
+def test_ensure_current_upgrades_a_behind_schema_and_refuses_a_newer(empty_url: str) -> None:
+    """ensure_current (every command opening the local store) builds an empty schema, brings
+    one a revision behind to HEAD, leaves HEAD alone, and refuses one newer than this code,
+    whether Alembic is consulted or not."""
+    database = Database(empty_url)
+    with database.engine.connect() as connection:
+        assert migrations.stamped(connection) == ()
+    assert migrations.ensure_current(database.engine).current == (migrations.HEAD,)
+    migrations.downgrade(database.engine, "-1")
+    with database.engine.connect() as connection:
+        assert migrations.stamped(connection) not in ((), (migrations.HEAD,))
+    assert migrations.ensure_current(database.engine).current == (migrations.HEAD,)
+    with database.engine.connect() as connection:
+        assert migrations.stamped(connection) == (migrations.HEAD,)
+    assert migrations.ensure_current(database.engine).is_current
+    with database.engine.begin() as connection:
+        connection.execute(text("UPDATE alembic_version SET version_num = 'f00dcafe'"))
+    with pytest.raises(migrations.SchemaError, match="newer than this rewake knows"):
+        migrations.ensure_current(database.engine)
+    database.dispose()
+
+
 def test_an_empty_schema_is_not_current(empty_url: str) -> None:
     """require_current (serve --no-migrate) refuses a database that was never migrated."""
     database = Database(empty_url)

@@ -132,6 +132,21 @@ def test_a_command_imports_no_more_than_its_budget(name: str, tmp_path: Path) ->
     assert len(modules) <= most, f"{name} loads {len(modules)} modules: {modules}"
 
 
+@pytest.mark.parametrize("argv", [["ls"], ["show", "none-such"]])
+def test_a_current_local_store_is_opened_without_alembic_or_httpx(
+    argv: list[str], tmp_path: Path
+) -> None:
+    """`ls` and `show` over a local store already at HEAD load neither Alembic (only a schema
+    to change needs it) nor httpx (only a remote store needs it)."""
+    from rewake.runner.store.stores import LocalStore
+
+    LocalStore.from_settings({"REWAKE_STATE_DIR": str(tmp_path)}).close()
+    _status, modules = imported(argv, "", tmp_path)
+    assert "sqlalchemy" in modules  # the store was opened
+    loaded = {m.split(".")[0] for m in modules}
+    assert not loaded & {"alembic", "httpx"}, sorted(loaded & {"alembic", "httpx"})
+
+
 def test_the_help_summaries_are_the_commands_own() -> None:
     """`rewake --help` lists, in order, the help line each command's module registers."""
     full = cli.build_parser(every=True)._subparsers._group_actions[0]  # type: ignore[union-attr]

@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 from zoneinfo import ZoneInfo
 
-import httpx
 from pydantic import ValidationError
 from sqlalchemy import exc
 from sqlalchemy.engine import make_url
@@ -104,11 +103,15 @@ class HttpStore:
         name, secret = token_parts(token)
         headers = {"Authorization": f"Bearer {secret}"} if secret else {}
         self.actor = name or local_actor()
+        import httpx  # here: the local store, far more common, never needs it
+
         self._client = httpx.Client(
             base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s
         )
 
     def _call(self, method: str, path: str, **kwargs: Any) -> JSON:
+        import httpx
+
         try:
             response = self._client.request(method, self.SESSIONS + path, **kwargs)
         except httpx.HTTPError as error:
