@@ -180,9 +180,13 @@ class FakedClock:
         return real + timedelta(seconds=self.skew_s)
 
 
-#: ISO instants in UTC as the CLIs write them into their transcripts, sessions and logs.
+#: ISO instants in UTC as the CLIs write them into their transcripts, sessions and logs, and
+#: Claude Code's first start into ~/.claude.json (a fresh HOME per case, so this run's): on a
+#: loaded machine Claude's exit has been seen to end before it flushed the transcript, leaving
+#: that as the only instant it wrote.
 _WRITTEN = re.compile(
-    rb'"(?:timestamp|startTime|lastUpdated)"\s*:\s*"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)"'
+    rb'"(?:timestamp|startTime|lastUpdated|firstStartTime)"\s*:\s*'
+    rb'"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?Z)"'
 )
 
 

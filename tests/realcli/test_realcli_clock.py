@@ -143,6 +143,9 @@ def test_faked_clock_moves_a_dynamic_process(tmp_path: Path) -> None:
     written = seen.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     (tmp_path / "log.json").write_text(f'{{"timestamp": "{written}"}}')
     assert clock_written(tmp_path) == [datetime.fromisoformat(written)]
+    # Claude Code's first start, in the ~/.claude.json it writes at start-up, counts too.
+    (tmp_path / ".claude.json").write_text(f'{{"firstStartTime": "{written}", "x": 1}}')
+    assert clock_written(tmp_path) == [datetime.fromisoformat(written)] * 2
     realcli_clock.assert_clock_faked(tmp_path, started, clock.now())
     with pytest.raises(AssertionError, match="not the faked one"):
         realcli_clock.assert_clock_faked(tmp_path, datetime.now(UTC), datetime.now(UTC))
