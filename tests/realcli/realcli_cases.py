@@ -305,10 +305,12 @@ class Judged:
     printed: str
 
 
-def run_parallel(run: Callable[[T], R], cases: Sequence[T], workers: int = 3,
+def run_parallel(run: Callable[[T], R], cases: Sequence[T], workers: int = 2,
                  key: Callable[[T], str] = str) -> dict[str, R | BaseException]:  # fmt: skip
     """Each case run on a small thread pool (each with its own mock and HOME), keyed by id;
-    a case whose run raised keeps its exception, for its own test to report."""
+    a case whose run raised keeps its exception, for its own test to report. Two at a time:
+    the parallel suite already runs six groups beside each other on two cores, and with three
+    apiece Claude Code's exit was seen to end before it flushed its transcript."""
     results: dict[str, R | BaseException] = {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
         futures = {pool.submit(run, case): key(case) for case in cases}

@@ -194,7 +194,7 @@ def run_tty_case(case: Case, root: Path) -> Judged:
 
 @pytest.fixture(scope="module")
 def headless(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Judged | BaseException]:
-    """Every headless case, run three at a time (each with its own mock and HOME)."""
+    """Every headless case, run two at a time (each with its own mock and HOME)."""
     cli_binary(CLAUDE)
     cli_binary(CLAUDE_OLD)
     root = tmp_path_factory.mktemp("claude")

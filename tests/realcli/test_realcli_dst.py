@@ -377,10 +377,10 @@ def run_all(cli: str, run: Callable[[Case, Path], Run], root: Path, workers: int
 
 @pytest.fixture(scope="module")
 def claude_runs(tmp_path_factory: pytest.TempPathFactory) -> Results:
-    """Every Claude case: `-p` three at a time, then the interactive ones two at a time."""
+    """Every Claude case: `-p` two at a time, then the interactive ones two at a time."""
     cli_binary(CLAUDE)
     root = tmp_path_factory.mktemp("dst-claude")
-    results = run_all("claude", run_claude_stream, root, 3, mode="stream")
+    results = run_all("claude", run_claude_stream, root, 2, mode="stream")
     results.update(run_all("claude", run_claude_tty, root, 2, mode="tty"))
     return results
 
