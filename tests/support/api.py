@@ -16,6 +16,10 @@ import httpx
 T0 = datetime(2026, 11, 30, 13, 6, tzinfo=UTC)
 TOKENS = "alice:alice-secret-0123456789,bob:bob-secret-0123456789"
 ALICE = {"Authorization": "Bearer alice-secret-0123456789"}
+#: How long a test's client waits for the in-process server. Not httpx's 5 s: at the start of
+#: a parallel run (eight workers and the real CLIs on two cores) a fresh server's first answer
+#: has taken longer than that, twice; a hung server still fails the test, 30 s later.
+LOOPBACK_TIMEOUT_S = 30.0
 
 
 @dataclass
@@ -66,7 +70,11 @@ class Api:
     database: Any
 
     def client(self, headers: dict[str, str] | None = None) -> httpx.Client:
-        return httpx.Client(base_url=self.url, headers=ALICE if headers is None else headers)
+        return httpx.Client(
+            base_url=self.url,
+            headers=ALICE if headers is None else headers,
+            timeout=LOOPBACK_TIMEOUT_S,
+        )
 
 
 @contextmanager
