@@ -98,10 +98,12 @@ QUICK_ORDER = (QUICK, E2E, GROUP)
 WAITING_ORDER = (GROUP, E2E, QUICK)
 #: How many of the group workers go on to the e2e and quick tests once the groups are done,
 #: beside the workers kept for them. The e2e tests come last and two thirds of their time is
-#: waiting (on sleeps, timeouts, the processes they start): with two, CI's last four minutes
-#: were e2e tests on four workers, and the cores idled 9 % of the run. All eight (with the e2e
-#: tests first) starved the cores enough that tests with a second's margin failed.
-SPARE = 4
+#: waiting (on sleeps, timeouts, the processes they start): with two, on a machine whose cores
+#: ran CI in 12 minutes, the last four minutes were e2e tests on four workers and the cores
+#: idled 9 % of the run. With four, on a machine 1.7 times slower per core, six e2e tests ran
+#: at once at the end and starved the cores enough that bounds of a second or two failed; two
+#: it is. All eight (with the e2e tests first) did the same on the faster machine.
+SPARE = 2
 
 
 def make_scheduler(config: pytest.Config, log: Any, cores: int) -> Any:
@@ -138,7 +140,8 @@ def make_scheduler(config: pytest.Config, log: Any, cores: int) -> Any:
 
         def _in_group(self, node: Any) -> bool:
             scope = self.group_now.get(node)
-            return scope is not None and not all(self.assigned_work[node][scope].values())
+            unit = self.assigned_work.get(node, {}).get(scope) if scope is not None else None
+            return unit is not None and not all(unit.values())
 
         def _first(self, kind: int) -> str | None:
             """The next unit of `kind` in the queue (a unit a crashed worker left is back in it)."""
@@ -171,7 +174,13 @@ def make_scheduler(config: pytest.Config, log: Any, cores: int) -> Any:
                 queue = sorted(self.workqueue.items(), key=lambda unit: handed_out(unit[0]))
                 self.workqueue.clear()
                 self.workqueue.update(queue)
+            # A crashed worker's units go back whole, the tests it ran too (xdist's remove_node):
+            # one with nothing left to run would be sent as no tests at all, and the worker,
+            # which runs its last test only once it knows the next, would wait for good.
             chosen = self._next(node)
+            while chosen is not None and all(self.workqueue[chosen].values()):
+                del self.workqueue[chosen]
+                chosen = self._next(node)
             if chosen is None:
                 node.shutdown()
                 return
