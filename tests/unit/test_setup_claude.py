@@ -315,3 +315,45 @@ def test_dry_run_shows_unicode_line_breaks_in_a_path_as_escapes(
     assert "\u2028" not in printed and "\x85" not in printed
     model = [line for line in printed.splitlines() if '"model"' in line]
     assert any(line.endswith('c\\u2028l\\x85aude",') for line in model), printed
+
+
+def test_setup_makes_the_local_store_ready_so_the_first_hook_need_not(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Installing the hooks also creates and migrates the state dir's database (a second run
+    too, where the hooks were already there); --dry-run and --undo create none."""
+    from rewake.db.engine import Database
+    from rewake.db.migrations import HEAD, stamped
+
+    state = home.parent / "state"
+    monkeypatch.setenv("REWAKE_STATE_DIR", str(state))
+    monkeypatch.delenv("REWAKE_DATABASE_URL", raising=False)
+    monkeypatch.delenv("REWAKE_URL", raising=False)
+    assert setup("--dry-run") == Exit.OK
+    assert not (state / "rewake.db").exists()
+    assert setup() == Exit.OK
+    assert "store ready: sqlite:///" in capsys.readouterr().out
+    database = Database(f"sqlite:///{state / 'rewake.db'}")
+    with database.engine.connect() as connection:
+        assert stamped(connection) == (HEAD,)
+    database.dispose()
+    (state / "rewake.db").unlink()
+    assert setup() == Exit.OK  # already installed: the store is made ready all the same
+    assert (state / "rewake.db").exists()
+    (state / "rewake.db").unlink()
+    assert setup("--undo") == Exit.OK
+    assert not (state / "rewake.db").exists()
+
+
+def test_setup_says_when_the_store_cannot_be_made_ready(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A database URL the store cannot open: the hooks are written, and setup exits 1 saying
+    the store is not ready and why; with REWAKE_URL (a service) there is nothing to prepare."""
+    monkeypatch.setenv("REWAKE_DATABASE_URL", "mysql://nobody@127.0.0.1:1/none")
+    monkeypatch.delenv("REWAKE_URL", raising=False)
+    assert setup() == Exit.PROBLEM
+    assert settings_file(home).exists()
+    assert "the hooks are written, and would fail on this store" in capsys.readouterr().err
+    monkeypatch.setenv("REWAKE_URL", "http://127.0.0.1:1")
+    assert setup() == Exit.OK

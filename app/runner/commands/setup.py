@@ -8,9 +8,15 @@ executor watches the local database; `rewake setup` installs that sweeper, `rewa
 the hooks that report interactive sessions. Both read the clock once (for backup names) and
 write nothing the user had without a backup beside it.
 
+`rewake setup claude` also makes the local store ready (created and migrated) unless the hooks
+report to a service (`REWAKE_URL`): otherwise the first hook Claude Code runs would build the
+schema while the user waits on their prompt, seconds on a busy machine, against the hook's
+timeout.
+
 Exit statuses: 0 done (or nothing to do); 1 the file is written but the service manager could
-not be reached or refused (the commands to run are printed); 2 a settings file rewake will not
-overwrite (not a JSON object), or a platform without a known service manager: nothing written.
+not be reached or refused (the commands to run are printed), or the hooks are written but the
+local store could not be made ready (said why); 2 a settings file rewake will not overwrite (not
+a JSON object), or a platform without a known service manager: nothing written.
 """
 
 from __future__ import annotations
@@ -140,7 +146,7 @@ def setup_claude(env: Mapping[str, str], now: datetime, *, dry_run: bool, undo: 
         after = claude_settings.with_rewake(before, path, rewake_argv(env))
     if after == before:
         print(printable(f"{'no rewake hooks in' if undo else 'already installed:'} {path}"))
-        return Exit.OK
+        return Exit.OK if undo or dry_run else prepare_store(env)
     old_text = path.read_text(encoding="utf-8") if path.exists() else ""
     new_text = claude_settings.dumps(after)
     if dry_run:
@@ -160,4 +166,29 @@ def setup_claude(env: Mapping[str, str], now: datetime, *, dry_run: bool, undo: 
         print(printable(f"backed up {path} to {saved}"))
     words = "removed rewake's hooks from" if undo else "wrote rewake's hooks into"
     print(printable(f"{words} {path}"))
+    return Exit.OK if undo else prepare_store(env)
+
+
+def prepare_store(env: Mapping[str, str]) -> int:
+    """Create and migrate the local store the hooks will write to, so that the first hook does
+    not; nothing to do when they report to a service (REWAKE_URL). A store that cannot be made
+    ready is said, with what to fix, and is exit 1: every hook would fail on it too."""
+    if env.get("REWAKE_URL"):
+        return Exit.OK
+    from rewake.db.migrations import SchemaError
+    from rewake.runner.store.base import StoreError
+    from rewake.runner.store.stores import LocalStore, local_settings
+
+    try:
+        url = local_settings(env).sqlalchemy_url
+        LocalStore.from_settings(env).close()
+    except (StoreError, SchemaError) as error:
+        said = str(error) if isinstance(error, StoreError) else f"schema_refused: {error}"
+        print(printable(f"rewake setup: {said} (the hooks are written, and would fail on this "
+                        "store too)"), file=sys.stderr)  # fmt: skip
+        return Exit.PROBLEM
+    from sqlalchemy.engine import make_url
+
+    shown = make_url(url).render_as_string(hide_password=True)
+    print(printable(f"store ready: {shown} (the hooks record sessions there)"))
     return Exit.OK
