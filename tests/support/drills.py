@@ -62,12 +62,13 @@ def run_drill(
     seed: int = 1,
     lease_s: float = 2,
     timeout_s: float = 1,
+    settle_s: float = 60,
 ) -> DrillResult:
     """Seed `marks` falling due over `kill_for_s`, run `sweepers` processes and kill -9 one at
-    random every 0.3-1.2 s (restarting it at once), then let the survivors settle everything.
-    A send whose sweeper lives must end within `timeout_s` and be recorded within `lease_s`,
-    or it is reaped uncertain with no kill to explain it: both must allow for the machine's
-    load."""
+    random every 0.3-1.2 s (restarting it at once), then let the survivors settle everything
+    (for at most `settle_s`: a mark still armed then counts as lost). A send whose sweeper
+    lives must end within `timeout_s` and be recorded within `lease_s`, or it is reaped
+    uncertain with no kill to explain it: both must allow for the machine's load."""
     rng = random.Random(seed)
     database = Database(database_url)
     logs = workdir / "drill-logs"
@@ -103,7 +104,7 @@ def run_drill(
                 rows = marks_by_root(database, roots).values()
                 return all(row.state not in LIVE_STATES for row in rows)
 
-            wait_until(settled, 60, poll_s=0.5)
+            wait_until(settled, settle_s, poll_s=0.5)
         finally:
             stop_all(procs)
         seconds = time.monotonic() - began
