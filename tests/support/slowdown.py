@@ -21,7 +21,8 @@ from types import TracebackType
 
 
 class Slowdown:
-    """While open, samples (monotonic instant, wall/CPU ratio) in a background thread."""
+    """While open, samples (instant, wall/CPU ratio) in a background thread. The instants are
+    the wall clock's (time.time()), as are the due times and arrivals the bounds are about."""
 
     #: How often a sample is taken, and how much of the thread's own CPU time each one spins.
     PERIOD_S = 0.25
@@ -51,10 +52,10 @@ class Slowdown:
             while time.thread_time() - cpu < self.WORK_S:
                 pass
             spent = time.thread_time() - cpu
-            self.samples.append((time.monotonic(), (time.perf_counter() - wall) / spent))
+            self.samples.append((time.time(), (time.perf_counter() - wall) / spent))
 
     def ratio(self, since: float | None = None, until: float | None = None) -> float:
-        """The mean ratio of the samples taken in [since, until] (monotonic; open ends take
+        """The mean ratio of the samples taken in [since, until] (epoch seconds; open ends take
         every sample), never below 1: how many times slower than idle the machine ran then."""
         chosen = [
             r
