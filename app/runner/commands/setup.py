@@ -180,8 +180,8 @@ def prepare_store(env: Mapping[str, str]) -> int:
     from rewake.runner.store.stores import LocalStore, local_settings
 
     try:
-        url = local_settings(env).sqlalchemy_url
-        LocalStore.from_settings(env).close()
+        settings = local_settings(env)
+        LocalStore(settings).close()
     except (StoreError, SchemaError) as error:
         said = str(error) if isinstance(error, StoreError) else f"schema_refused: {error}"
         print(printable(f"rewake setup: {said} (the hooks are written, and would fail on this "
@@ -189,6 +189,6 @@ def prepare_store(env: Mapping[str, str]) -> int:
         return Exit.PROBLEM
     from sqlalchemy.engine import make_url
 
-    shown = make_url(url).render_as_string(hide_password=True)
+    shown = make_url(settings.sqlalchemy_url).render_as_string(hide_password=True)
     print(printable(f"store ready: {shown} (the hooks record sessions there)"))
     return Exit.OK
