@@ -28,6 +28,7 @@ from rewake.sweeper.metrics import SweeperMetrics
 from rewake.sweeper.runtime import Sweeper
 from rewake.sweeper.timer import utc_now
 from tests.hosts.example_host import Call, ExampleHost
+from tests.support.slowdown import Slowdown
 from tests.support.sweeper import (
     count_in_states,
     fresh_database_url,
@@ -66,6 +67,8 @@ class SlowHostRun:
     resumed: list[str]
     uncertain_ever: set[int]
     settled: bool
+    #: How many times slower than idle the machine ran while the queue drained.
+    slowdown: float = 1.0
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +91,8 @@ def slow_host_run(fresh_url: str) -> Iterator[SlowHostRun]:
         sweeper = Sweeper(database, executor, config, SweeperMetrics(CollectorRegistry()))
         sweeper.start()
         try:
-            settled = wait_until(lambda: count_in_states(database, UNSETTLED) == 0, 30)
+            with Slowdown() as slow:
+                settled = wait_until(lambda: count_in_states(database, UNSETTLED) == 0, 30)
         finally:
             sweeper.stop()
         with host.state.lock:
@@ -100,6 +104,7 @@ def slow_host_run(fresh_url: str) -> Iterator[SlowHostRun]:
         resumed=resumed,
         uncertain_ever=set(mark_events(database, "mark_uncertain")),
         settled=settled,
+        slowdown=slow.ratio(),
     )
     database.dispose()
 
@@ -131,7 +136,10 @@ def test_sent_at_is_when_the_request_left(slow_host_run: SlowHostRun) -> None:
         gaps.append(round(call.arrived - sent_at.timestamp(), 3))
     assert len(gaps) == len(slow_host_run.rows)
     # A send queued behind another would arrive at least one host delay (1 s) after sent_at.
-    assert all(-0.05 <= gap <= 0.8 for gap in gaps), gaps
+    # One not queued arrives within 0.8 s on an idle machine; on a busy one that is scaled by
+    # the slowdown measured while the queue drained, and stays under the host's 1 s.
+    bound = min(0.8 * slow_host_run.slowdown, 0.95)
+    assert all(-0.05 <= gap <= bound for gap in gaps), (gaps, bound)
 
 
 def test_holds_no_more_claims_than_its_workers_send_within_a_lease(own_url: str) -> None:
