@@ -84,7 +84,8 @@ class RunEnv:
         running, and its pipe to the garbage collector, whose ResourceWarning
         filterwarnings=error then failed whichever test ran next in the process. SIGTERM
         first: rewake stops the CLI it supervises on it (SIGKILL would leave the CLI)."""
-        for process in self.started:
+        while self.started:
+            process = self.started.pop()
             if process.poll() is None:
                 process.terminate()
             try:
@@ -123,7 +124,19 @@ def process_running(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
+#: Every RunEnv made in this process whose started processes the test has not seen ended:
+#: `end_all_started` (tests/e2e/conftest.py, after each test) ends them.
+_MADE: list[RunEnv] = []
+
+
+def end_all_started() -> None:
+    """End what every RunEnv made so far started (`RunEnv.end_started`)."""
+    while _MADE:
+        _MADE.pop().end_started()
+
+
 def make_run_env(tmp_path: Path, **settings: object) -> RunEnv:
+    """A RunEnv in `tmp_path`; what it starts ends with the test (`end_all_started`)."""
     work = tmp_path / "work"
     work.mkdir()
     env = rewake_env(f"sqlite:///{tmp_path / 'rewake.db'}", resume_delay_s=0, **settings)
@@ -140,16 +153,16 @@ def make_run_env(tmp_path: Path, **settings: object) -> RunEnv:
         # stand-ins' own settings are added to it as an operator would add a CLI's.
         REWAKE_PASS_ENV="STANDIN_*,PYTHONUNBUFFERED",
     )
-    return RunEnv(tmp_path, env, work)
+    run_env = RunEnv(tmp_path, env, work)
+    _MADE.append(run_env)
+    return run_env
 
 
 @pytest.fixture
-def run_env(tmp_path: Path) -> Iterator[RunEnv]:
+def run_env(tmp_path: Path) -> RunEnv:
     """Stand-in CLIs on PATH, rewake's state and database in tmp_path, no resume delay; what
-    the test started ends with it."""
-    env = make_run_env(tmp_path)
-    yield env
-    env.end_started()
+    the test started ends with it (tests/e2e/conftest.py)."""
+    return make_run_env(tmp_path)
 
 
 def epoch_in(seconds: float) -> int:
