@@ -208,21 +208,10 @@ class Tmux:
         time.sleep(0.3)
         self._tmux("send-keys", "-t", "0", "Enter")
 
-    def submit(self, text: str, requests: Callable[[], int], *, tries: int = 3,
-               wait_s: float = 15.0) -> None:  # fmt: skip
-        """Type `text` and Enter, then press Enter again while `requests()` (how many
-        requests the provider has seen) does not grow: on a loaded machine an interactive CLI
-        has been seen to keep the typed line in its input box, the Enter lost or taken as
-        part of a paste, and wait there for good."""
-        before = requests()
-        self.type_line(text)
-        for _ in range(tries - 1):
-            deadline = time.monotonic() + wait_s
-            while time.monotonic() < deadline:
-                if requests() > before:
-                    return
-                time.sleep(0.25)
-            self.send("Enter")
+    def submit(self, text: str, requests: Callable[[], int]) -> None:
+        """Type `text` and Enter, pressing Enter again only as `submit_heard` allows."""
+        submit_heard(lambda: self.type_line(text), lambda: self.send("Enter"), requests,
+                     self.screen)  # fmt: skip
 
     def wait_for(self, found: Callable[[str], bool], timeout: float) -> tuple[str, datetime]:
         """The first screen on which `found` holds, and the instant it was seen."""
@@ -244,6 +233,41 @@ class Tmux:
         self._tmux("kill-server")
         end_processes(doomed)
         shutil.rmtree(self._socket_dir, ignore_errors=True)
+
+
+def submit_heard(type_line: Callable[[], None], press_enter: Callable[[], None],
+                 requests: Callable[[], int], drawn: Callable[[], object], *, presses: int = 3,
+                 wait_s: float = 15.0, quiet_s: float = 3.0, give_up_s: float = 120.0,
+                 poll_s: float = 0.25) -> None:  # fmt: skip
+    """Type a line and Enter, then press Enter again while `requests()` (how many requests the
+    provider has seen) does not grow. On a loaded machine an interactive CLI has been seen to
+    keep the typed line in its input box, the Enter lost or taken as part of a paste, and wait
+    there for good.
+
+    Enter is pressed again only once the CLI has drawn nothing new (`drawn()`: its screen, or
+    how much it has written) for `quiet_s`: a CLI still drawing (a spinner: it took the line and
+    is slow to send it) is left alone. A blind second Enter once reached Claude after its limit
+    menu had opened, and chose "Stop and wait" there. A CLI that has drawn nothing since is idle
+    or starved; if starved, the Enter waits in the terminal behind the first one and reaches an
+    empty input box, where it does nothing. After `give_up_s` it returns, heard or not: the
+    caller's wait for the screen then fails with what the CLI shows."""
+    before = requests()
+    type_line()
+    pressed = 1
+    deadline = time.monotonic() + wait_s
+    give_up = time.monotonic() + give_up_s
+    seen, still_since = drawn(), time.monotonic()
+    while pressed < presses and time.monotonic() < give_up:
+        if requests() > before:
+            return
+        now, shown = time.monotonic(), drawn()
+        if shown != seen:
+            seen, still_since = shown, now
+        elif now >= deadline and now - still_since >= quiet_s:
+            press_enter()
+            pressed += 1
+            deadline = now + wait_s
+        time.sleep(poll_s)
 
 
 def run_ended(argv: list[str], *, timeout: float, capture_output: bool = False,

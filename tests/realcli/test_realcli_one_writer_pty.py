@@ -29,7 +29,14 @@ from typing import Any
 import pytest
 
 from tests.realcli import mock_provider as mp
-from tests.realcli.realcli_drive import Box, claude_env, cli_binary, descendants, end_processes
+from tests.realcli.realcli_drive import (
+    Box,
+    claude_env,
+    cli_binary,
+    descendants,
+    end_processes,
+    submit_heard,
+)
 from tests.realcli.realcli_install import CLAUDE
 from tests.realcli.realcli_one_writer import (
     PROMPT,
@@ -104,18 +111,16 @@ class Pty:
     def send(self, keys: str) -> None:
         os.write(self._master, keys.encode())
 
-    def submit(self, text: str, requests: Any, tries: int = 3) -> None:
-        """Type `text`, then Enter, again while the provider has seen no new request."""
-        before = requests()
-        self.send(text)
-        for _ in range(tries):
-            time.sleep(0.6)
+    def submit(self, text: str, requests: Any) -> None:
+        """Type `text`, then Enter, again only as `submit_heard` allows (what the CLI has
+        written so far stands for its screen)."""
+
+        def type_line() -> None:
+            self.send(text)
+            time.sleep(0.6)  # apart from the text, so that Enter is not taken as pasted
             self.send("\r")
-            deadline = time.monotonic() + 15
-            while time.monotonic() < deadline:
-                if requests() > before:
-                    return
-                time.sleep(0.25)
+
+        submit_heard(type_line, lambda: self.send("\r"), requests, lambda: len(self._out))
 
     def close(self) -> None:
         end_processes(descendants([self.pid]))
