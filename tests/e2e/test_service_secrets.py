@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.slowdown import Wait
 from tests.support.sweeper import REPO, free_port
 
 TOKEN = "live-token-secret-" + uuid.uuid4().hex
@@ -83,8 +84,8 @@ def _start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[
 
 
 def _wait(what: str, condition: object, procs: list[subprocess.Popen[bytes]], log: Path) -> None:
-    deadline = time.monotonic() + 40
-    while time.monotonic() < deadline:
+    wait = Wait(40)
+    while not wait.over():
         if callable(condition) and condition():
             return
         for proc in procs:

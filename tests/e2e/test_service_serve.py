@@ -18,6 +18,7 @@ from alembic.script import ScriptDirectory
 
 from rewake.db import migrations
 from tests.support.serve import rewake, wait_healthy
+from tests.support.slowdown import Wait
 from tests.support.sweeper import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,9 +53,9 @@ def test_serve_runs_on_embedded_sqlite_with_no_configuration(
     assert answer.status_code == 201
     assert answer.json()["verdict"]["reset_at"] == "2026-11-30T16:40:00Z"
     assert (tmp_path / "rewake.db").exists()
-    deadline = time.monotonic() + 15
+    wait = Wait(15)
     while httpx.get(f"{url}/readyz").status_code != 200:  # its own sweeper's heartbeat
-        assert time.monotonic() < deadline, httpx.get(f"{url}/readyz").text
+        assert not wait.over(), httpx.get(f"{url}/readyz").text
         time.sleep(0.2)
     process.terminate()
     _, log = process.communicate(timeout=10)

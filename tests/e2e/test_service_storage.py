@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.slowdown import Wait
 from tests.support.sweeper import REPO, free_port
 
 FAILURE = {"attempt": 1, "message": "Error: something else went wrong"}
@@ -64,8 +65,8 @@ def _serve(database: Path, log: Path) -> tuple[str, subprocess.Popen[bytes]]:
             env=env, stdout=out, stderr=subprocess.STDOUT, cwd=str(log.parent),
         )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    wait = Wait(30)
+    while not wait.over():
         assert proc.poll() is None, log.read_text()
         try:
             if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:

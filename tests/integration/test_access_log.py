@@ -12,6 +12,7 @@ import pytest
 from rewake.api.problems import MAX_BODY_BYTES
 from tests.support.api import ALICE, Api, serve_api
 from tests.support.reports import failure, runs_url
+from tests.support.slowdown import Wait
 
 
 @pytest.fixture(scope="module")
@@ -23,14 +24,14 @@ def live(sqlite_url: str) -> Iterator[Api]:
 def access_lines(caplog: pytest.LogCaptureFixture, count: int = 0) -> list[dict[str, object]]:
     """The access lines logged so far, once `count` of them have come (or 5 s passed): the
     server thread writes a line after the answer's last byte, which the client may read first."""
-    deadline = time.monotonic() + 5
+    wait = Wait(5)
     while True:
         lines = [
             dict(record.rewake_fields)  # type: ignore[attr-defined]
             for record in caplog.records
             if record.name == "rewake.access"
         ]
-        if len(lines) >= count or time.monotonic() > deadline:
+        if len(lines) >= count or wait.over():
             return lines
         time.sleep(0.01)
 

@@ -12,6 +12,7 @@ from sqlalchemy.exc import OperationalError
 
 from rewake.db.engine import Database
 from rewake.settings import normalize_database_url
+from tests.support.slowdown import Wait
 
 
 def _backend_pid(database: Database) -> int:
@@ -29,8 +30,8 @@ def terminate(postgres_url: str) -> Iterator[object]:
     def _terminate(pid: int) -> None:
         with admin.begin() as connection:
             assert connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        wait = Wait(10)
+        while not wait.over():
             with admin.begin() as connection:
                 alive = connection.execute(
                     text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}

@@ -18,6 +18,7 @@ import uvicorn
 
 from rewake.api.server import MAX_HEADER_BYTES, MAX_PIPELINED, server_config
 from tests.support.raw_http import read_answer
+from tests.support.slowdown import Wait
 
 #: The size of `/big`'s answer: far more than the socket buffers of both ends hold.
 BIG = 8 * 1024 * 1024
@@ -61,9 +62,9 @@ def _serving(settings: SimpleNamespace) -> Iterator[int]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
+    wait = Wait(10)
     while not server.started:
-        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        assert not wait.over() and thread.is_alive(), "uvicorn did not start"
         time.sleep(0.01)
     yield server.servers[0].sockets[0].getsockname()[1]
     server.should_exit = True

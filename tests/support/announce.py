@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from tests.support.slowdown import Wait
+
 
 class Listener:
     """The notifications received (apprise's JSON: title, message, type), and the status
@@ -27,8 +29,8 @@ class Listener:
 
     def wait_for(self, count: int, timeout_s: float = 10.0) -> list[dict[str, Any]]:
         """The notifications once `count` have come (or the timeout passed)."""
-        deadline = time.monotonic() + timeout_s
-        while len(self.received) < count and time.monotonic() < deadline:
+        wait = Wait(timeout_s)
+        while len(self.received) < count and not wait.over():
             time.sleep(0.02)
         return list(self.received)
 

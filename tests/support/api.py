@@ -12,6 +12,8 @@ from typing import Any
 
 import httpx
 
+from tests.support.slowdown import Wait
+
 #: The instant most service tests stand at: one minute after their reports were observed.
 T0 = datetime(2026, 11, 30, 13, 6, tzinfo=UTC)
 TOKENS = "alice:alice-secret-0123456789,bob:bob-secret-0123456789"
@@ -48,9 +50,9 @@ class LiveServer:
 
     def __enter__(self) -> str:
         self.thread.start()
-        deadline = time.monotonic() + 10
+        wait = Wait(10)
         while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
+            if wait.over() or not self.thread.is_alive():
                 raise RuntimeError("uvicorn did not start")
             time.sleep(0.01)
         port = self.server.servers[0].sockets[0].getsockname()[1]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.support.slowdown import Wait
 from tests.support.sweeper import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,8 +35,8 @@ def rewake(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subproce
 
 def wait_healthy(url: str, process: subprocess.Popen[str]) -> None:
     """Until `url`/healthz answers 200; fails after 30 s or when the process ends first."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and process.poll() is None:
+    wait = Wait(30)
+    while not wait.over() and process.poll() is None:
         try:
             if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
                 return

@@ -15,9 +15,39 @@ structural part of a bound (the deadlines of the sends ahead in the queue) is no
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from types import TracebackType
+
+#: The most a wait for an event is stretched by the machine's load (`load_stretch`).
+MOST_STRETCH = 4.0
+
+
+def load_stretch() -> float:
+    """How many times longer than on an idle machine a wait for an event (a process up, a
+    resume settled) should be allowed now: the last minute's load average per core, between 1
+    and MOST_STRETCH. It costs a read of /proc/loadavg, so a wait can ask while it polls; what
+    `Slowdown` measures by spinning is for the bounds a test checks, this only for how long it
+    waits before it says a thing did not happen."""
+    cores = len(os.sched_getaffinity(0)) or 1
+    return min(MOST_STRETCH, max(1.0, os.getloadavg()[0] / cores))
+
+
+class Wait:
+    """A wait for an event of `timeout_s`, an idle machine's seconds: `over()` once that much
+    has passed and, on a loaded machine, that much times `load_stretch()`."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self.timeout_s = timeout_s
+        self.began = time.monotonic()
+
+    def waited(self) -> float:
+        return time.monotonic() - self.began
+
+    def over(self) -> bool:
+        waited = self.waited()
+        return waited >= self.timeout_s and waited >= self.timeout_s * load_stretch()
 
 
 class Slowdown:

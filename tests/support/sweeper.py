@@ -24,6 +24,7 @@ from rewake.db.models import MarkRow, RunRow, SessionRow, TimelineRow
 from rewake.marks.service import set_auto_resume
 from rewake.parsers import parse
 from rewake.reports.failures import FailureReport, report_failure
+from tests.support.slowdown import Wait
 
 REPO = Path(__file__).absolute().parents[2]
 
@@ -156,13 +157,17 @@ def stop_all(procs: Sequence[subprocess.Popen[bytes]], timeout_s: float = 20) ->
 
 
 def wait_until(predicate: Callable[[], bool], timeout_s: float, poll_s: float = 0.1) -> bool:
-    """Poll `predicate` until it holds or `timeout_s` passes; whether it held."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
+    """Poll `predicate` until it holds or the wait runs out; whether it held. `timeout_s` is an
+    idle machine's: past it, the wait goes on while the machine's load says it runs that many
+    times slower (`load_stretch`, at most 4). Under CI's load (8 to 14 on two cores) a chain of
+    rewake processes took longer than a wait made for an idle machine, and the test failed on
+    its wait, not on what it checks."""
+    wait = Wait(timeout_s)
+    while not predicate():
+        if wait.over():
+            return predicate()
         time.sleep(poll_s)
-    return predicate()
+    return True
 
 
 def heartbeat_seen(database: Database) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from rewake.runner.clis.conversations import check, claude_holder, with_native
+from tests.support.slowdown import Wait
 
 SID = "daa19375-d3eb-4965-9972-1db7f1288a4c"
 FAILED_AT = datetime(2026, 12, 7, 11, 31, 12, tzinfo=UTC)
@@ -138,9 +139,9 @@ def test_a_registered_claude_that_ended_unreaped_holds_nothing(tmp_path: Path) -
     try:
         started = start_time(child.pid)
         register(env, child.pid, started)
-        deadline = time.monotonic() + 30
+        wait = Wait(30)
         while Path(f"/proc/{child.pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z":
-            assert time.monotonic() < deadline, "the child never ended"
+            assert not wait.over(), "the child never ended"
             time.sleep(0.05)
         assert claude_holder(SID, env) is None
     finally:

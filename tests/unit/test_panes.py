@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from rewake.runner.process import panes
+from tests.support.slowdown import Wait
 
 #: A stand-in for an interactive CLI at its prompt: prints Claude Code's prompt marker, and
 #: writes every line typed to the file it is given.
@@ -106,12 +107,12 @@ def test_the_pane_of_a_process_is_found_and_typed_into(
     pid = pane_pid(socket)
     pane = panes.find_pane(pid)
     assert pane is not None and pane.socket == socket
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not panes.at_prompt(screen(socket)):
+    wait = Wait(10)
+    while not wait.over() and not panes.at_prompt(screen(socket)):
         time.sleep(0.1)
     assert panes.type_into(pane, "Continue the task\nfrom where it stopped.") is None
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and not typed.exists():
+    wait = Wait(10)
+    while not wait.over() and not typed.exists():
         time.sleep(0.1)
     time.sleep(0.3)
     assert typed.read_text(encoding="utf-8") == "Continue the task from where it stopped.\n"
