@@ -1,8 +1,9 @@
 """The service's commands: `rewake serve` (the API, with a sweeper beside it unless told
 not to), `rewake sweep` (the sweeper alone, as a sidecar) and `rewake migrate`.
 
-`rewake.cli` imports this module only for these commands, so it imports what they need at the
-top; everything is built through the composition root, `rewake.main`."""
+`rewake.cli` imports this module only for these commands, so it imports what they share at the
+top, and the web stack (uvicorn, the API) in `serve` alone; everything is built through the
+composition root, `rewake.main`."""
 
 from __future__ import annotations
 
@@ -15,13 +16,11 @@ import threading
 import time
 from typing import Any
 
-import uvicorn
 from prometheus_client import CollectorRegistry, start_http_server
 from pydantic import ValidationError
 from sqlalchemy import Engine
 from sqlalchemy import exc as sa_exc
 
-from rewake.api.server import server_config
 from rewake.db import migrations
 from rewake.db.engine import Database
 from rewake.executors.command import MarkStore
@@ -205,6 +204,11 @@ def run_serve(args: argparse.Namespace) -> int:
     database, _status = opened
     if not settings.tokens:
         log_event(logger, "auth_disabled", logging.WARNING, notice=LOOPBACK_ONLY_NOTICE)
+    # The web stack is loaded here, for `serve` only: `sweep` and `migrate` never serve.
+    import uvicorn
+
+    from rewake.api.server import server_config
+
     app = create_app(settings, database=database)
     sweeper = None
     if settings.serve_sweeper and not args.no_sweeper:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rewake import cli
+from tests.support.db import migrate
 
 
 def registered(parser: object) -> set[str]:
@@ -49,6 +51,23 @@ def test_rewake_run_imports_no_web_service() -> None:
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_rewake_sweep_loads_no_web_stack(tmp_path: Path) -> None:
+    """`rewake sweep --once` over a current database sweeps without FastAPI, Starlette,
+    uvicorn, Jinja2, the API or the page: a sidecar loads what a sweeper needs."""
+    url = f"sqlite:///{tmp_path / 'rewake.db'}"
+    migrate(url)
+    probe = (
+        "import sys; from rewake import cli; status = cli.main(['sweep', '--once']);"
+        "print(status, sorted(m for m in sys.modules"
+        " if m.split('.')[0] in ('fastapi', 'starlette', 'uvicorn', 'jinja2')"
+        " or m.startswith(('rewake.api', 'rewake.web'))))"
+    )
+    env = {**os.environ, "REWAKE_DATABASE_URL": url, "REWAKE_STATE_DIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         check=True, env=env, cwd=tmp_path)  # fmt: skip
+    assert out.stdout.strip().splitlines()[-1] == "0 []", out.stdout + out.stderr
 
 
 @pytest.mark.parametrize("shell", ["bash", "zsh"])
