@@ -5,22 +5,36 @@ scheduler class with the suite's policy, driven by stand-in workers that behave 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from tests.support.scheduling import LONGEST_FIRST, SPARE, group_of, make_scheduler
+from tests.support.scheduling import (
+    E2E_LONGEST_FIRST,
+    LONGEST_FIRST,
+    SPARE,
+    group_of,
+    handed_out,
+    make_scheduler,
+)
 
 pytest.importorskip("xdist")
 
+REPO = Path(__file__).resolve().parents[2]
 GROUPED = [name.removeprefix("realcli:") for name in LONGEST_FIRST if name.startswith("realcli:")]
+#: The longest e2e test named, and a module named whole.
+LONG_E2E = E2E_LONGEST_FIRST[0]
+LONG_E2E_MODULE = E2E_LONGEST_FIRST[1]
 
 
 def collection() -> list[str]:
-    """Three tests in each real-CLI group, six e2e tests, two hundred quick ones."""
+    """Three tests in each real-CLI group, nine e2e tests (three of them named among the
+    longest), two hundred quick ones."""
     ids = [f"tests/realcli/{module}::test_{n}" for module in GROUPED for n in range(3)]
     ids += [f"tests/e2e/test_e2e_{n}.py::test_it" for n in range(6)]
+    ids += [LONG_E2E, f"{LONG_E2E_MODULE}test_a", f"{LONG_E2E_MODULE}test_b"]
     ids += [f"tests/unit/test_quick_{n}.py::test_it" for n in range(200)]
     return ids
 
@@ -162,3 +176,24 @@ def test_the_units_a_crashed_worker_left_are_handed_out_again() -> None:
     ran = {test for node in [crashed, *nodes] for test in node.ran}
     assert ran == set(collection())
     assert scheduler.tests_finished
+
+
+def test_the_longest_e2e_tests_are_handed_out_before_the_other_e2e_tests() -> None:
+    """The e2e tests E2E_LONGEST_FIRST names go first among the e2e tests, in its order (a
+    module's name takes each of its tests), the others after them in collection order."""
+    assert handed_out(LONG_E2E) < handed_out(f"{LONG_E2E_MODULE}test_b")
+    assert handed_out(f"{LONG_E2E_MODULE}test_b") < handed_out("tests/e2e/test_e2e_0.py::test_it")
+    scheduler, _ = started(workers=8, cores=2)
+    e2e_order = [unit for unit in scheduler.workqueue if unit.startswith("tests/e2e/")]
+    assert e2e_order[:3] == [LONG_E2E, f"{LONG_E2E_MODULE}test_a", f"{LONG_E2E_MODULE}test_b"]
+    assert e2e_order[3:] == [f"tests/e2e/test_e2e_{n}.py::test_it" for n in range(6)]
+
+
+@pytest.mark.parametrize("name", E2E_LONGEST_FIRST)
+def test_each_e2e_test_named_longest_exists(name: str) -> None:
+    """A name in E2E_LONGEST_FIRST is a module of tests/e2e, and the test it names (if any)
+    is defined there: a renamed test would silently lose its place."""
+    module, _, test = name.partition("::")
+    path = REPO / module
+    assert path.is_file(), name
+    assert not test or f"def {test}(" in path.read_text(encoding="utf-8"), name
