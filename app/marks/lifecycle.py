@@ -406,6 +406,8 @@ def settle(db: Session, sends: Sequence[SendResult], now: datetime) -> list[Mark
 
 #: The outcome code of a deferred mark: armed again, its reason in outcome_detail.
 DEFERRED = "deferred"
+#: What a look at a mark writes to the timeline before its outcome is known.
+LOOK_EVENTS = ("mark_claimed", "mark_sending")
 
 
 def defer(
@@ -415,8 +417,12 @@ def defer(
     it sent nothing (an open interactive CLI holds the conversation and rewake cannot reach it,
     or it continues the conversation itself and has not yet): the mark waits again, due at
     `due_at`, with `reason` as its outcome detail; its claim, lease and sent_at are dropped, as
-    nothing left. The timeline hears of it when the reason is new (not at every look again).
-    None when another writer moved the mark meanwhile (a later attempt's report, the reaper)."""
+    nothing left. The timeline hears of it when the reason is new. A look that ends deferred
+    again for the same reason changed nothing but the due time, and its `mark_claimed` and
+    `mark_sending` entries are taken back with it: a mark held for hours by an open CLI is
+    looked at every minute, and those entries pushed the session's own history (its failure,
+    its arming) out of the latest 500 the timeline shows. None when another writer moved the
+    mark meanwhile (a later attempt's report, the reaper)."""
     before = db.get(MarkRow, mark_id)
     repeated = before is not None and (before.outcome, before.outcome_detail) == (DEFERRED, reason)
     actor = before.claimed_by if before is not None else None
@@ -436,7 +442,9 @@ def defer(
     )
     if not moved:
         return None
-    if not repeated:
+    if repeated:
+        repo.take_back_mark_events(db, moved[0], LOOK_EVENTS, attempt_key)
+    else:
         repo.append_mark_event(
             db, moved[0], now, "mark_deferred", actor=actor,
             detail={"reason": reason, "due_at": iso(due_at)},

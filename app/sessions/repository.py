@@ -386,6 +386,22 @@ def append_mark_event(
     )
 
 
+def take_back_mark_events(
+    db: Session, mark: MarkRow, events: Sequence[str], attempt_key: str
+) -> int:
+    """Delete the mark's timeline entries named `events` that were written under `attempt_key`
+    (their detail names it), in the caller's transaction; how many."""
+    stmt = select(TimelineRow).where(
+        col(TimelineRow.root_id) == mark.root_id,
+        col(TimelineRow.mark_id) == mark.id,
+        col(TimelineRow.event).in_(events),
+    )
+    taken = [row for row in db.scalars(stmt) if row.detail.get("attempt_key") == attempt_key]
+    for row in taken:
+        db.delete(row)
+    return len(taken)
+
+
 def list_timeline(db: Session, root_id: str, limit: int = 500) -> list[TimelineRow]:
     """The session's latest `limit` entries, oldest first."""
     stmt = (

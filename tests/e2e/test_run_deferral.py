@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -76,12 +77,18 @@ def test_a_held_conversation_waits_then_resumes_headless_once_the_holder_closed(
         holder = detached_holder(claude_dir, json.loads(record.read_text())["cli_session_id"])
 
         def looked_at_twice() -> bool:
+            """Deferred, then looked at again and deferred again: armed, and due later than
+            the one deferral the timeline tells of."""
             try:
                 session = run_env.session("held")
             except StoreError:  # not reported yet
                 return False
-            return len(events(session, "mark_claimed")) >= 2 and (
-                session["mark"]["state"] == "armed"
+            told, mark = events(session, "mark_deferred"), session["mark"]
+            return (
+                mark["state"] == "armed"
+                and len(told) == 1
+                and datetime.fromisoformat(mark["due_at"])
+                > datetime.fromisoformat(told[0]["detail"]["due_at"])
             )
 
         if not wait_until(looked_at_twice, 90, poll_s=0.2):
@@ -97,6 +104,8 @@ def test_a_held_conversation_waits_then_resumes_headless_once_the_holder_closed(
         )
         assert "runs in no tmux pane rewake can reach" in mark["outcome_detail"]
         assert len(events(held, "mark_deferred")) == 1
+        # The look again left nothing: its claim and send were taken back with the deferral.
+        assert len(events(held, "mark_claimed")) == len(events(held, "mark_sending")) == 1
         assert [call["argv"][:1] for call in run_env.invocations()] == [["-p"]]
         assert waiting.poll() is None  # still watching the mark
 

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import select
+from sqlmodel import col
 
 from rewake.db.engine import Database
 from rewake.db.models import TimelineRow
@@ -51,6 +52,13 @@ def events(database: Database, root_id: str, name: str) -> list[TimelineRow]:
         return list(db.scalars(stmt))
 
 
+def timeline(database: Database, root_id: str) -> list[TimelineRow]:
+    """The session's timeline, oldest first."""
+    stmt = select(TimelineRow).where(col(TimelineRow.root_id) == root_id)
+    with database.reader() as db:
+        return list(db.scalars(stmt.order_by(col(TimelineRow.id))))
+
+
 def test_a_deferred_send_waits_armed_again_with_its_reason(database: Database, root: str) -> None:
     """sending -> armed: due again `defer_s` later, its claim, key, lease and sent_at dropped
     (nothing left), the reason kept as the outcome detail and told once on the timeline."""
@@ -83,6 +91,44 @@ def test_a_mark_looked_at_again_is_told_once_per_reason(database: Database, root
     assert [e.detail["reason"] for e in events(database, root, "mark_deferred")] == [
         HELD, "its tmux pane does not show it at its prompt",
     ]  # fmt: skip
+
+
+def test_a_look_deferred_again_for_the_same_reason_leaves_no_entry(
+    database: Database, root: str
+) -> None:
+    """Four looks, the first three deferred for one reason, the fourth for another: the
+    second and third leave no timeline entry (their claim and send are taken back with the
+    deferral), the first and fourth leave theirs; the session's other entries stay."""
+    now = datetime.now(UTC)
+    before = [e.event for e in timeline(database, root)]
+    other = "its tmux pane does not show it at its prompt"
+    for n, reason in enumerate([HELD, HELD, HELD, other]):
+        at = now + timedelta(seconds=10 * n)
+        delivery = send(database, root, at)
+        step.finish(database, at, [(delivery, Outcome("armed", "deferred", reason))], defer_s=5)
+    after = [e.event for e in timeline(database, root)]
+    look = ["mark_claimed", "mark_sending", "mark_deferred"]
+    assert after == before + look + look, after
+    assert len(events(database, root, "mark_claimed")) == 2
+
+
+def test_a_look_taken_back_leaves_the_send_that_follows_it_told(
+    database: Database, root: str
+) -> None:
+    """Deferred twice for one reason, then sent: the send's claim and send entries stay
+    beside its outcome, whatever the looks before it took back."""
+    now = datetime.now(UTC)
+    for n in range(2):
+        at = now + timedelta(seconds=10 * n)
+        delivery = send(database, root, at)
+        step.finish(database, at, [(delivery, Outcome("armed", "deferred", HELD))], defer_s=5)
+    at = now + timedelta(seconds=20)
+    delivery = send(database, root, at)
+    step.finish(database, at, [(delivery, Outcome("done", "started"))], defer_s=5)
+    marks = [e for e in timeline(database, root) if e.event.startswith("mark_")]
+    look = ["mark_claimed", "mark_sending"]
+    assert [e.event for e in marks][-6:] == [*look, "mark_deferred", *look, "mark_done"]
+    assert marks[-3].detail["attempt_key"] == delivery.attempt_key
 
 
 def test_only_the_holder_of_the_key_defers_a_mark_still_sending(

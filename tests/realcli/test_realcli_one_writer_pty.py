@@ -168,10 +168,18 @@ def test_stop_and_wait_on_a_terminal_rewake_cannot_reach_waits_then_resumes_head
                 )
 
             def waited_twice() -> dict[str, Any] | None:
-                """The mark, once it was looked at twice and waits (not mid-look)."""
-                claims = [e for e in _timeline(box) if e["event"] == "mark_claimed"]
+                """The mark, once it was looked at twice and waits (not mid-look): armed, due
+                later than the one deferral the timeline tells of (a look deferred again for
+                the same reason leaves no entry of its own)."""
+                told = [e for e in _timeline(box) if e["event"] == "mark_deferred"]
                 found = mark()
-                return found if len(claims) >= 2 and found.get("state") == "armed" else None
+                looked_again = (
+                    len(told) == 1
+                    and found.get("due_at") is not None
+                    and datetime.fromisoformat(found["due_at"])
+                    > datetime.fromisoformat(told[0]["detail"]["due_at"])
+                )
+                return found if looked_again and found.get("state") == "armed" else None
 
             # The mark falls due at the printed minute's end plus the resume delay: 110 to 170 s
             # after the limit, by the minute it lands in. Two looks must have come by that time
