@@ -15,7 +15,7 @@ import pytest
 from rewake.db.engine import Database
 from rewake.main import create_app
 from rewake.settings import Settings
-from tests.support.api import ALICE, LOOPBACK_TIMEOUT_S, T0, TOKENS, Clock, LiveServer
+from tests.support.api import ALICE, T0, TOKENS, Clock, LiveServer, loopback_client
 from tests.support.db import migrate
 from tests.support.reports import OBSERVED, QUOTA, QUOTA_LATER, failure, runs_url
 
@@ -34,7 +34,7 @@ def client(tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     )
     with (
         LiveServer(app) as base,
-        httpx.Client(timeout=LOOPBACK_TIMEOUT_S, base_url=base, headers=ALICE) as http,
+        loopback_client(base, headers=ALICE) as http,
     ):
         yield http
     database.dispose()

@@ -27,7 +27,7 @@ from rewake.sweeper import step
 from rewake.sweeper.config import SweeperConfig
 from rewake.sweeper.metrics import SweeperMetrics
 from rewake.sweeper.runtime import Sweeper
-from tests.support.api import LOOPBACK_TIMEOUT_S
+from tests.support.api import loopback_client
 from tests.support.sweeper import (
     REPO,
     arm,
@@ -228,9 +228,7 @@ def test_serve_runs_a_sweeper_in_process(tmp_path: Path) -> None:
             env=env, stdout=log, stderr=subprocess.STDOUT, cwd=str(REPO),
         )  # fmt: skip
     try:
-        with httpx.Client(
-            timeout=LOOPBACK_TIMEOUT_S, base_url=f"http://127.0.0.1:{port}", headers=auth
-        ) as client:
+        with loopback_client(f"http://127.0.0.1:{port}", headers=auth) as client:
 
             def up() -> bool:
                 try:

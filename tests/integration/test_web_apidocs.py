@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from rewake.security.browser import COOKIE
-from tests.support.api import ALICE, LOOPBACK_TIMEOUT_S, Api
+from tests.support.api import ALICE, Api, loopback_client
 
 SECRET = "alice-secret-0123456789"
 PAGES = ("/docs", "/openapi.json")
@@ -20,9 +20,7 @@ PAGES = ("/docs", "/openapi.json")
 @pytest.fixture
 def anonymous(site: Api) -> Iterator[httpx.Client]:
     """A client of the server with tokens that sends no credentials and follows no redirect."""
-    with httpx.Client(
-        timeout=LOOPBACK_TIMEOUT_S, base_url=site.url, follow_redirects=False
-    ) as client:
+    with loopback_client(site.url, follow_redirects=False) as client:
         yield client
 
 
@@ -55,9 +53,7 @@ def test_a_wrong_token_opens_neither(anonymous: httpx.Client) -> None:
 def test_the_sign_in_cookie_opens_both_for_reading_only(site: Api) -> None:
     """The sign-in cookie counts on GET /docs and GET /openapi.json (the docs page fetches the
     document with it), not for another method."""
-    with httpx.Client(
-        timeout=LOOPBACK_TIMEOUT_S, base_url=site.url, cookies={COOKIE: SECRET}
-    ) as browser:
+    with loopback_client(site.url, cookies={COOKIE: SECRET}) as browser:
         for path in PAGES:
             assert browser.get(path).status_code == 200, path
         refused = browser.post("/openapi.json")
@@ -68,7 +64,7 @@ def test_without_tokens_only_loopback_names_see_them(open_site: Api) -> None:
     """With no token configured, a loopback caller needs none; a foreign Host (DNS rebinding)
     is refused as on every route: a page in words for /docs, a problem for the document."""
     rebound = {"Host": "rebound.example"}
-    with httpx.Client(timeout=LOOPBACK_TIMEOUT_S, base_url=open_site.url) as client:
+    with loopback_client(open_site.url) as client:
         for path in PAGES:
             assert client.get(path).status_code == 200, path
         page = client.get("/docs", headers=rebound)
@@ -93,12 +89,12 @@ def test_the_docs_run_only_this_sites_scripts(anonymous: httpx.Client) -> None:
 def test_the_bearer_scheme_is_declared_only_when_tokens_are_set(site: Api, open_site: Api) -> None:
     """With tokens, every guarded operation asks for the bearer scheme; with none configured
     the document declares no scheme and no operation asks for one (none is sent)."""
-    with httpx.Client(timeout=LOOPBACK_TIMEOUT_S, base_url=site.url, headers=ALICE) as client:
+    with loopback_client(site.url, headers=ALICE) as client:
         guarded = client.get("/openapi.json").json()
     assert guarded["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
     failures = guarded["paths"]["/api/agent/runs/{root_id}/runs/{run_id}/failures"]["post"]
     assert failures["security"] == [{"bearer": []}]
-    with httpx.Client(timeout=LOOPBACK_TIMEOUT_S, base_url=open_site.url) as client:
+    with loopback_client(open_site.url) as client:
         document = client.get("/openapi.json").json()
     assert "securitySchemes" not in document["components"]
     operations = [op for item in document["paths"].values() for op in item.values()]

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from rewake.security.browser import COOKIE
-from tests.support.api import ALICE, LOOPBACK_TIMEOUT_S, Api
+from tests.support.api import ALICE, Api, loopback_client
 from tests.support.reports import failure, runs_url
 
 SECRET = "alice-secret-0123456789"
@@ -27,9 +27,7 @@ class Browsers:
 
     def __call__(self, api: Api, cookie: str | None = SECRET) -> httpx.Client:
         cookies = {COOKIE: cookie} if cookie else None
-        client = httpx.Client(
-            timeout=LOOPBACK_TIMEOUT_S, base_url=api.url, cookies=cookies, follow_redirects=False
-        )
+        client = loopback_client(api.url, cookies=cookies, follow_redirects=False)
         self.opened.append(client)
         return client
 

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from rewake.security.browser import COOKIE, is_loopback_host
-from tests.support.api import LOOPBACK_TIMEOUT_S, TOKENS, Api
+from tests.support.api import TOKENS, Api, loopback_client
 from tests.support.reports import failure, runs_url
 
 SECRET = "alice-secret-0123456789"
@@ -55,9 +55,7 @@ def test_without_tokens_a_rebound_name_is_refused(open_site: Api, root_id: str) 
     """With no token, a loopback caller naming another host (DNS rebinding) may neither act nor
     read: 403 loopback_only saying why, as an HTML page for a page address."""
     paused(open_site, root_id)
-    with httpx.Client(
-        timeout=LOOPBACK_TIMEOUT_S, base_url=open_site.url, headers=REBOUND
-    ) as rebound:
+    with loopback_client(open_site.url, headers=REBOUND) as rebound:
         for answer in (
             rebound.post(f"/api/agent/runs/{root_id}/cancel"),
             rebound.get(f"/api/agent/runs/{root_id}"),
@@ -73,9 +71,7 @@ def test_without_tokens_a_rebound_name_is_refused(open_site: Api, root_id: str) 
 @pytest.mark.parametrize("host", ["localhost", "127.0.0.2:1", "[::1]:8600"])
 def test_without_tokens_loopback_names_are_served(open_site: Api, host: str) -> None:
     """Loopback names other than the address dialled are served as before."""
-    with httpx.Client(
-        timeout=LOOPBACK_TIMEOUT_S, base_url=open_site.url, headers={"Host": host}
-    ) as client:
+    with loopback_client(open_site.url, headers={"Host": host}) as client:
         assert client.get("/api/agent/runs").status_code == 200
 
 
@@ -88,15 +84,13 @@ def test_with_tokens_any_host_name_is_served(site: Api) -> None:
 def test_every_kind_of_page_carries_the_hardening_headers(site: Api, open_site: Api) -> None:
     """Pages, error pages, the sign-in form and auth refusals forbid framing and sniffing."""
     cookie = {COOKIE: SECRET}
-    with httpx.Client(
-        timeout=LOOPBACK_TIMEOUT_S, base_url=site.url, cookies=cookie, headers=HTML
-    ) as browser:
+    with loopback_client(site.url, cookies=cookie, headers=HTML) as browser:
         answers = [
             browser.get("/"),
             browser.get("/sessions/no-such-session"),
             browser.get("/sign-in"),
         ]
-    with httpx.Client(timeout=LOOPBACK_TIMEOUT_S, base_url=open_site.url, headers=HTML) as local:
+    with loopback_client(open_site.url, headers=HTML) as local:
         answers.append(local.get("/nowhere"))
         answers.append(local.get("/", headers=REBOUND))
     assert [a.status_code for a in answers] == [200, 404, 200, 404, 403]
@@ -111,9 +105,7 @@ def test_every_kind_of_page_carries_the_hardening_headers(site: Api, open_site: 
 )
 def test_another_site_cannot_sign_a_browser_out(site: Api, headers: dict[str, str]) -> None:
     """A sign-out posted by another site is refused (403) and leaves the cookie alone."""
-    with httpx.Client(
-        timeout=LOOPBACK_TIMEOUT_S, base_url=site.url, cookies={COOKIE: SECRET}
-    ) as browser:
+    with loopback_client(site.url, cookies={COOKIE: SECRET}) as browser:
         answer = browser.post("/sign-out", headers=headers)
     assert answer.status_code == 403
     assert "set-cookie" not in answer.headers
@@ -122,9 +114,7 @@ def test_another_site_cannot_sign_a_browser_out(site: Api, headers: dict[str, st
 def test_signing_out_from_this_page_clears_the_cookie(site: Api) -> None:
     """The page's own sign-out (same Origin, same-origin) clears the cookie."""
     own = {"Origin": site.url, "Sec-Fetch-Site": "same-origin"}
-    with httpx.Client(
-        timeout=LOOPBACK_TIMEOUT_S, base_url=site.url, cookies={COOKIE: SECRET}
-    ) as browser:
+    with loopback_client(site.url, cookies={COOKIE: SECRET}) as browser:
         answer = browser.post("/sign-out", headers=own)
     assert answer.status_code == 303
     assert answer.headers["set-cookie"].startswith(f'{COOKIE}="";')
@@ -155,7 +145,7 @@ def test_the_cookie_is_secure_behind_a_local_tls_proxy(site: Api) -> None:
     """uvicorn takes the scheme from a loopback proxy's X-Forwarded-Proto, so the cookie is
     Secure when the proxy says the browser came over https."""
     proxied = {"X-Forwarded-Proto": "https"}
-    with httpx.Client(timeout=LOOPBACK_TIMEOUT_S, base_url=site.url, headers=proxied) as proxy:
+    with loopback_client(site.url, headers=proxied) as proxy:
         answer = proxy.post("/sign-in", data={"token": SECRET, "next": "/"})
     assert answer.status_code == 303
     assert "; secure" in answer.headers["set-cookie"].lower()

@@ -8,7 +8,7 @@ import pytest
 
 from rewake.marks import lifecycle as sweeper
 from rewake.security.browser import COOKIE
-from tests.support.api import ALICE, LOOPBACK_TIMEOUT_S, Api
+from tests.support.api import ALICE, Api, loopback_client
 from tests.support.reports import GEMINI_QUOTA, LOGIN, NOT_STATED, PASSED, QUOTA, failure, runs_url
 
 CREDITS = "■ Your workspace is out of credits. Add credits to continue."
@@ -195,9 +195,7 @@ def test_a_long_text_shows_the_part_around_early_evidence_and_links_the_whole(
     whole = f"/sessions/{root_id}/runs/r1/attempts/1/failure/message"
     assert f'href="{whole}"' in page
     secret = ALICE["Authorization"].removeprefix("Bearer ")
-    with httpx.Client(
-        timeout=LOOPBACK_TIMEOUT_S, base_url=api.url, cookies={COOKIE: secret}
-    ) as browser:
+    with loopback_client(api.url, cookies={COOKIE: secret}) as browser:
         read = browser.get(whole)
     assert read.status_code == 200 and read.text == message
     assert read.headers["content-type"].startswith("text/plain")

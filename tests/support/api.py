@@ -24,6 +24,12 @@ ALICE = {"Authorization": "Bearer alice-secret-0123456789"}
 LOOPBACK_TIMEOUT_S = 30.0
 
 
+def loopback_client(base_url: str, **options: Any) -> httpx.Client:
+    """An httpx client of a server a test started on loopback, waiting LOOPBACK_TIMEOUT_S;
+    `options` are httpx.Client's (headers, cookies, follow_redirects)."""
+    return httpx.Client(base_url=base_url, timeout=LOOPBACK_TIMEOUT_S, **options)
+
+
 @dataclass
 class Clock:
     """A clock the tests set; the app reads it once per request."""
@@ -72,11 +78,7 @@ class Api:
     database: Any
 
     def client(self, headers: dict[str, str] | None = None) -> httpx.Client:
-        return httpx.Client(
-            base_url=self.url,
-            headers=ALICE if headers is None else headers,
-            timeout=LOOPBACK_TIMEOUT_S,
-        )
+        return loopback_client(self.url, headers=ALICE if headers is None else headers)
 
 
 @contextmanager
