@@ -66,9 +66,10 @@ def run_drill(
 ) -> DrillResult:
     """Seed `marks` falling due over `kill_for_s`, run `sweepers` processes and kill -9 one at
     random every 0.3-1.2 s (restarting it at once), then let the survivors settle everything
-    (for at most `settle_s`: a mark still armed then counts as lost). A send whose sweeper
-    lives must end within `timeout_s` and be recorded within `lease_s`, or it is reaped
-    uncertain with no kill to explain it: both must allow for the machine's load."""
+    (for at most `settle_s` of an idle machine's time, which `wait_until` stretches under load:
+    a mark still armed then counts as lost). A send whose sweeper lives must end within
+    `timeout_s` and be recorded within `lease_s`, or it is reaped uncertain with no kill to
+    explain it: both must allow for the machine's load."""
     rng = random.Random(seed)
     database = Database(database_url)
     logs = workdir / "drill-logs"

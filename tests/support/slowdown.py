@@ -11,6 +11,10 @@ machine while it waits and scales the slack by what it saw, and says both when i
 quarter second and records the wall time that took. The ratio is 1 on an idle machine and about
 the number of runnable processes per core on a busy one (the kernel shares the cores fairly). A
 structural part of a bound (the deadlines of the sends ahead in the queue) is not scaled.
+
+A wait for an event (a server up, a resume settled) is no bound a test checks, only how long it
+waits before it says the event did not come: `Wait` stretches its idle timeout by the load
+average per core (`load_stretch`), which costs no thread.
 """
 
 from __future__ import annotations
@@ -42,11 +46,8 @@ class Wait:
         self.timeout_s = timeout_s
         self.began = time.monotonic()
 
-    def waited(self) -> float:
-        return time.monotonic() - self.began
-
     def over(self) -> bool:
-        waited = self.waited()
+        waited = time.monotonic() - self.began
         return waited >= self.timeout_s and waited >= self.timeout_s * load_stretch()
 
 
