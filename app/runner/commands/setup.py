@@ -177,7 +177,7 @@ def prepare_store(env: Mapping[str, str]) -> int:
         return Exit.OK
     from rewake.db.migrations import SchemaError
     from rewake.runner.store.base import StoreError
-    from rewake.runner.store.stores import LocalStore, local_settings
+    from rewake.runner.store.stores import LocalStore, local_settings, redacted_url
 
     try:
         settings = local_settings(env)
@@ -187,8 +187,6 @@ def prepare_store(env: Mapping[str, str]) -> int:
         print(printable(f"rewake setup: {said} (the hooks are written, and would fail on this "
                         "store too)"), file=sys.stderr)  # fmt: skip
         return Exit.PROBLEM
-    from sqlalchemy.engine import make_url
-
-    shown = make_url(settings.sqlalchemy_url).render_as_string(hide_password=True)
+    shown = redacted_url(settings.sqlalchemy_url)
     print(printable(f"store ready: {shown} (the hooks record sessions there)"))
     return Exit.OK

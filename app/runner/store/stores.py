@@ -198,10 +198,10 @@ def _unavailable(url: str, error: BaseException) -> StoreError | None:
         return None
     cause = getattr(error, "orig", None) or error
     first = (str(cause).strip().splitlines() or [type(cause).__name__])[0]
-    return StoreError("store_unavailable", f"{_redacted(url)}: {first}")
+    return StoreError("store_unavailable", f"{redacted_url(url)}: {first}")
 
 
-def _redacted(url: str) -> str:
+def redacted_url(url: str) -> str:
     """The database URL without its password, fit for a message."""
 
     try:
@@ -229,7 +229,7 @@ class LocalStore:
         try:
             self.database = Database(url)
         except ArgumentError as error:  # a URL SQLAlchemy cannot use (a driver not installed)
-            raise StoreError("invalid_configuration", f"{_redacted(url)}: {error}") from error
+            raise StoreError("invalid_configuration", f"{redacted_url(url)}: {error}") from error
         if migrate:
             try:
                 # Only a schema that is behind takes the write lock: reads never wait for it.
