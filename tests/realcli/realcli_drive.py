@@ -260,13 +260,15 @@ def submit_heard(type_line: Callable[[], None], press_enter: Callable[[], None],
     while pressed < presses and time.monotonic() < give_up:
         if requests() > before:
             return
-        now, shown = time.monotonic(), drawn()
-        if shown != seen:
-            seen, still_since = shown, now
-        elif now >= deadline and now - still_since >= quiet_s:
-            press_enter()
-            pressed += 1
-            deadline = now + wait_s
+        now = time.monotonic()
+        if now >= deadline - quiet_s:  # the screen matters only for the last quiet_s
+            shown = drawn()
+            if shown != seen:
+                seen, still_since = shown, now
+            elif now >= deadline and now - still_since >= quiet_s:
+                press_enter()
+                pressed += 1
+                deadline = now + wait_s
         time.sleep(poll_s)
 
 
